@@ -1,0 +1,43 @@
+#include "stepwatch/detectors/registry.h"
+
+#include <array>
+
+#include "exposed_collective.h"
+#include "hidden_sync.h"
+#include "input_starvation.h"
+#include "no_step_marks.h"
+
+namespace stepwatch {
+namespace {
+
+template <typename T>
+std::unique_ptr<Detector> make(const AnalysisConfig& config) {
+  return std::make_unique<T>(config);
+}
+
+template <typename T>
+constexpr DetectorInfo info() {
+  return DetectorInfo{T::kId, T::kDescription, &make<T>};
+}
+
+// Registry order is report order.
+constexpr std::array kDetectors = {
+    info<InputStarvationDetector>(),
+    info<HiddenSyncDetector>(),
+    info<ExposedCollectiveDetector>(),
+    info<NoStepMarksDetector>(),
+};
+
+}  // namespace
+
+std::span<const DetectorInfo> registered_detectors() { return kDetectors; }
+
+std::vector<std::unique_ptr<Detector>> make_detectors(const AnalysisConfig& config) {
+  std::vector<std::unique_ptr<Detector>> out;
+  for (const DetectorInfo& d : kDetectors) {
+    if (config.is_enabled(std::string(d.id))) out.push_back(d.make(config));
+  }
+  return out;
+}
+
+}  // namespace stepwatch

@@ -1,0 +1,138 @@
+#include "analyze_command.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <regex>
+
+#include "stepwatch/core/analysis.h"
+#include "stepwatch/detectors/registry.h"
+#include "stepwatch/import/kineto_importer.h"
+#include "stepwatch/report/jsonl.h"
+#include "stepwatch/report/text.h"
+
+namespace stepwatch::cli {
+namespace fs = std::filesystem;
+
+namespace {
+
+bool is_trace_file(const fs::path& p) {
+  const std::string name = p.filename().string();
+  auto ends_with = [&](std::string_view suffix) {
+    return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  return ends_with(".json") || ends_with(".json.gz");
+}
+
+// A directory stands for its trace files (one rank each), in name order.
+std::vector<std::string> expand_inputs(const std::vector<std::string>& inputs) {
+  std::vector<std::string> files;
+  for (const std::string& in : inputs) {
+    std::error_code ec;
+    if (fs::is_directory(in, ec)) {
+      std::vector<std::string> found;
+      for (const auto& entry : fs::directory_iterator(in, ec)) {
+        if (entry.is_regular_file(ec) && is_trace_file(entry.path())) found.push_back(entry.path().string());
+      }
+      std::sort(found.begin(), found.end());
+      if (found.empty()) throw ImportError(in, "directory contains no trace files (*.json, *.json.gz)");
+      files.insert(files.end(), found.begin(), found.end());
+    } else {
+      files.push_back(in);
+    }
+  }
+  return files;
+}
+
+std::string validate_pattern(const std::string& pattern, const char* what) {
+  try {
+    std::regex re(pattern, std::regex::ECMAScript);
+  } catch (const std::regex_error& e) {
+    throw CLI::ValidationError(std::string(what), "not a valid regular expression: " + pattern + " (" + e.what() + ")");
+  }
+  return pattern;
+}
+
+}  // namespace
+
+void add_analyze_options(CLI::App& cmd, AnalyzeOptions& o) {
+  cmd.add_option("inputs", o.inputs, "Trace files (.json, .json.gz) or directories of them (one rank per file)")
+      ->required();
+  cmd.add_option("--json", o.json_path, "Write JSONL records (meta, step, finding, summary) to PATH, or - for stdout");
+  cmd.add_option("--step-pattern", o.step_pattern, "Regex for step range names")->default_str(kDefaultStepPattern);
+  cmd.add_option("--data-pattern", o.data_pattern, "Regex for data-loading range names")
+      ->default_str(kDefaultDataPattern);
+  cmd.add_option("--min-pct", o.min_pct, "A step is faulty when a cost is at least this % of it")
+      ->default_str("5")->check(CLI::Range(0.0, 100.0));
+  cmd.add_option("--min-ms", o.min_ms, "... and at least this many ms")->default_str("1")->check(CLI::NonNegativeNumber);
+  cmd.add_option("--sync-slack-us", o.sync_slack_us, "Rule-2 slack: a blocking call returning this close to the gap "
+                 "start still caused it")->default_str("50")->check(CLI::NonNegativeNumber);
+  cmd.add_option("--disable", o.disable, "Detector ids to turn off (see `stepwatch detectors`)");
+  cmd.add_flag("-q,--quiet", o.quiet, "No human-readable report");
+  cmd.add_option("--max-rows", o.max_rows, "Rows of the per-step table before it is elided")->default_val(50);
+}
+
+int run_analyze(const AnalyzeOptions& o) {
+  AnalysisConfig config;
+  try {
+    if (!o.step_pattern.empty()) config.step_pattern = validate_pattern(o.step_pattern, "--step-pattern");
+    if (!o.data_pattern.empty()) config.data_pattern = validate_pattern(o.data_pattern, "--data-pattern");
+  } catch (const CLI::ValidationError& e) {
+    std::cerr << "stepwatch: error: " << e.what() << '\n';
+    return 2;
+  }
+  if (o.min_pct >= 0) config.default_thresholds.min_pct = o.min_pct;
+  if (o.min_ms >= 0) config.default_thresholds.min_ms = o.min_ms;
+  if (o.sync_slack_us >= 0) config.sync_slack_ns = static_cast<int64_t>(o.sync_slack_us * 1000.0);
+  for (const std::string& id : o.disable) {
+    const auto known = registered_detectors();
+    if (std::none_of(known.begin(), known.end(), [&](const DetectorInfo& d) { return d.id == id; })) {
+      std::cerr << "stepwatch: error: --disable " << id << ": unknown detector (see `stepwatch detectors`)\n";
+      return 2;
+    }
+    config.enabled[id] = false;
+  }
+
+  std::ofstream json_file;
+  std::ostream* json_out = nullptr;
+  if (o.json_path == "-") {
+    json_out = &std::cout;
+  } else if (!o.json_path.empty()) {
+    json_file.open(o.json_path);
+    if (!json_file) {
+      std::cerr << "stepwatch: error: cannot write " << o.json_path << '\n';
+      return 2;
+    }
+    json_out = &json_file;
+  }
+  // With JSONL on stdout the human report would corrupt it: it goes to stderr instead.
+  std::ostream& text_out = o.json_path == "-" ? std::cerr : std::cout;
+  const bool text = !o.quiet && o.json_path != "-";
+
+  try {
+    const std::vector<std::string> files = expand_inputs(o.inputs);
+    if (json_out) *json_out << jsonl_meta() << '\n';
+    for (size_t i = 0; i < files.size(); ++i) {
+      Trace trace = import_kineto_file(files[i]);
+      const int rank = trace.rank >= 0 ? trace.rank : static_cast<int>(i);
+      auto detectors = make_detectors(config);
+      const RankResult result = analyze_rank(trace, rank, config, detectors);
+      if (json_out) write_jsonl(result, *json_out);
+      if (text) {
+        if (i > 0) text_out << '\n';
+        write_text_report(result, text_out, TextReportOptions{o.max_rows});
+      }
+    }
+    if (json_out) json_out->flush();
+  } catch (const ImportError& e) {
+    std::cerr << "stepwatch: error: " << e.what() << '\n';
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "stepwatch: error: " << e.what() << '\n';
+    return 2;
+  }
+  return 0;
+}
+
+}  // namespace stepwatch::cli

@@ -1,0 +1,40 @@
+// `stepwatch` — the command line front end.
+//   stepwatch analyze [options] FILE|DIR...   offline analysis of Kineto traces
+//   stepwatch detectors                       the registered detector ids
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <iostream>
+
+#include "analyze_command.h"
+#include "stepwatch/detectors/registry.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"stepwatch — finds the faults that waste GPU training steps"};
+  app.set_version_flag("--version", std::string("stepwatch ") + STEPWATCH_VERSION);
+  app.require_subcommand(1);
+
+  stepwatch::cli::AnalyzeOptions analyze_opts;
+  CLI::App* analyze = app.add_subcommand("analyze", "Analyze PyTorch profiler (Kineto) traces, one rank per file");
+  stepwatch::cli::add_analyze_options(*analyze, analyze_opts);
+
+  CLI::App* detectors = app.add_subcommand("detectors", "List the detector ids with one-line descriptions");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    // Usage errors are input errors: exit 2, like malformed traces.
+    return rc == 0 ? 0 : 2;
+  }
+
+  if (*detectors) {
+    for (const auto& d : stepwatch::registered_detectors()) {
+      std::printf("%-20.*s %.*s\n", static_cast<int>(d.id.size()), d.id.data(), static_cast<int>(d.description.size()),
+                  d.description.data());
+    }
+    return 0;
+  }
+  if (*analyze) return stepwatch::cli::run_analyze(analyze_opts);
+  return 0;
+}

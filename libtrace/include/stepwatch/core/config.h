@@ -1,0 +1,42 @@
+// Analysis configuration shared by the live library and `stepwatch analyze`.
+// The live library fills it once from STEPWATCH_* variables; the CLI from its flags.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+namespace stepwatch {
+
+// Default step pattern, as ARCHITECTURE.md states it.
+inline constexpr const char* kDefaultStepPattern =
+    R"(^(ProfilerStep#\d+|(step|train_step|iteration)([ _#:]?\d+)?)$)";
+inline constexpr const char* kDefaultDataPattern = R"(DataLoader|dataloader|^data$)";
+
+struct DetectorThresholds {
+  double min_pct = 5.0;  // judged faulty when cost >= min_pct of the step ...
+  double min_ms = 1.0;   // ... and cost >= min_ms
+  double critical_pct = 25.0;
+};
+
+struct AnalysisConfig {
+  std::string step_pattern = kDefaultStepPattern;
+  std::string data_pattern = kDefaultDataPattern;
+  // Rule 2: a blocking call that returned at or after (gap start - slack) caused the gap.
+  int64_t sync_slack_ns = 50'000;
+  DetectorThresholds default_thresholds;
+  std::map<std::string, DetectorThresholds> per_detector;  // detector id -> override
+  std::map<std::string, bool> enabled;                     // detector id -> on/off (absent = on)
+  int warmup_steps = 0;  // offline: every step is judged
+
+  const DetectorThresholds& thresholds_for(const std::string& detector_id) const {
+    auto it = per_detector.find(detector_id);
+    return it == per_detector.end() ? default_thresholds : it->second;
+  }
+  bool is_enabled(const std::string& detector_id) const {
+    auto it = enabled.find(detector_id);
+    return it == enabled.end() || it->second;
+  }
+};
+
+}  // namespace stepwatch

@@ -1,0 +1,95 @@
+// StepView: the per-step timeline analysis — where did the step's wall time go.
+//
+// Built from a Timeline (indexed events) and a StepWindow. Self-contained: detectors see only
+// this, never events, names or vendor types. Invariant (tested on every corpus file):
+//   compute_ns + exposed_comm_ns + copy_only_ns + idle.total() == duration_ns()
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "stepwatch/core/event.h"
+#include "stepwatch/core/step_window.h"
+
+namespace stepwatch {
+
+// Causes of GPU idle time, ARCHITECTURE.md "Timeline analysis of one step".
+enum class IdleCause : uint8_t { kInput, kSync, kLaunch, kHost, kOther };
+inline constexpr std::array<IdleCause, 5> kIdleCauses = {IdleCause::kInput, IdleCause::kSync, IdleCause::kLaunch,
+                                                         IdleCause::kHost, IdleCause::kOther};
+std::string_view to_string(IdleCause);
+
+struct IdleBreakdown {
+  std::array<int64_t, 5> ns{};
+  int64_t& operator[](IdleCause c) { return ns[static_cast<size_t>(c)]; }
+  int64_t operator[](IdleCause c) const { return ns[static_cast<size_t>(c)]; }
+  int64_t total() const { return ns[0] + ns[1] + ns[2] + ns[3] + ns[4]; }
+};
+
+// Which attribution rule decided a gap.
+enum class GapRule : uint8_t {
+  kQueuedEarlier = 1,  // rule 1: the next work was queued before the GPU went idle -> other
+  kHostBlocked = 2,    // rule 2: a blocking call drained the queue -> sync
+  kHostActivity = 3,   // rule 3: split by host evidence -> input / launch / host
+};
+
+struct GapRecord {
+  int64_t start_ns = 0;  // where the GPU really went idle (may lie before the window)
+  int64_t end_ns = 0;    // where it really resumed (may lie past the window)
+  int64_t counted_ns = 0;  // the part inside the window
+  GapRule rule = GapRule::kHostActivity;
+  IdleBreakdown parts;     // the counted part, by cause
+  std::string blocking_call;  // rule 2: the call the host was blocked in
+};
+
+struct BlockingCallStat {
+  std::string name;
+  ApiClass api_class = ApiClass::kOther;
+  int count = 0;
+  int64_t host_ns = 0;      // time the host spent inside these calls (in the window)
+  int64_t gpu_idle_ns = 0;  // part of that time with the GPU idle
+  uint64_t bytes = 0;       // copies: bytes moved
+  MemoryKind host_memory = MemoryKind::kUnknown;  // copies: the host side's memory kind
+  CopyKind copy_kind = CopyKind::kUnknown;
+};
+
+struct CollectiveStat {
+  CollectiveType type = CollectiveType::kNone;
+  int kernels = 0;
+  int64_t busy_ns = 0;     // |N_type ∩ W|
+  int64_t exposed_ns = 0;  // |N_type \ C| within W
+};
+
+struct StepView {
+  int rank = 0;
+  int64_t step = 0;
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  StepSource source = StepSource::kWholeTrace;
+
+  int64_t compute_ns = 0;       // |C|
+  int64_t comm_ns = 0;          // |N|
+  int64_t exposed_comm_ns = 0;  // |N \ C|
+  int64_t copy_ns = 0;          // |M|
+  int64_t copy_only_ns = 0;     // |M \ (C ∪ N)|
+  int64_t busy_ns = 0;          // |C ∪ N ∪ M|
+  IdleBreakdown idle;
+  int64_t blocked_idle_ns = 0;  // |B \ (C ∪ N ∪ M)|, B = host time inside blocking calls
+  int64_t data_wait_ns = 0;     // |data-wait evidence ∩ W| (DataLoader ranges, data phases)
+
+  int kernels = 0;          // kernels starting in the window
+  int syncs = 0;            // blocking calls starting in the window
+  int launches = 0;         // launch calls starting in the window
+  int64_t launch_api_ns = 0;
+
+  std::vector<GapRecord> gaps;  // every idle gap overlapping the window, in time order
+  std::vector<BlockingCallStat> blocking;  // by call name, largest host time first
+  std::vector<CollectiveStat> collectives; // by type, largest exposed first
+
+  int64_t duration_ns() const { return end_ns - start_ns; }
+  double duty_cycle() const { return duration_ns() > 0 ? double(busy_ns) / double(duration_ns()) : 0.0; }
+};
+
+}  // namespace stepwatch

@@ -1,0 +1,86 @@
+// Timeline: an index over one rank's events that answers the questions of gap attribution
+// in O(log n): the busy unions C (compute), N (comm), M (copy), the host's blocking and
+// launch intervals, data-wait evidence, and the launching call of each GPU record.
+//
+// Offline it indexes a whole trace once; live it indexes the retained slice around the step
+// being judged. `analyze_step` is the one function both paths use to build a StepView.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "stepwatch/core/config.h"
+#include "stepwatch/core/event.h"
+#include "stepwatch/core/interval.h"
+#include "stepwatch/core/name_table.h"
+#include "stepwatch/core/step_view.h"
+#include "stepwatch/core/step_window.h"
+
+namespace stepwatch {
+
+class Timeline {
+ public:
+  // `events` must outlive the Timeline; they need not be sorted.
+  Timeline(std::span<const Event> events, const NameTable& names, const AnalysisConfig& config);
+
+  const IntervalSet& compute() const { return compute_; }
+  const IntervalSet& comm() const { return comm_; }
+  const IntervalSet& copy() const { return copy_; }
+  const IntervalSet& busy() const { return busy_; }          // C ∪ N ∪ M
+  const IntervalSet& blocking() const { return blocking_; }  // B
+  const IntervalSet& data_wait() const { return data_wait_; }
+  const IntervalSet& launches_of(uint32_t thread) const;     // enqueue calls of one host thread
+  const IntervalSet& launches_all() const { return launch_all_; }
+
+  // First GPU record starting at or after t (nullptr if none).
+  const Event* next_gpu_record(int64_t t) const;
+  // The API call that launched a GPU record (same correlation), or nullptr.
+  const Event* launcher_of(const Event& gpu_record) const;
+  // A blocking call that started before `a` and returned at or after `a - slack_ns` (rule 2).
+  const Event* blocking_call_spanning(int64_t a, int64_t slack_ns) const;
+  // Whether an API call blocks the host (uses the copy it launched for async memcpys).
+  bool is_blocking_call(const Event& api) const;
+  // Whether events()[index] is a blocking call to count once (a CUPTI sync record duplicating
+  // an API call in the data is not).
+  bool counts_as_sync(uint32_t index) const;
+  // Indices of blocking calls / sync records overlapping [s, e), in start order.
+  std::vector<uint32_t> blocking_overlapping(int64_t s, int64_t e) const;
+  // The copy an API call launched (same correlation), or nullptr.
+  const Event* copy_of(const Event& api) const;
+  int64_t max_gpu_duration_ns() const { return max_gpu_duration_ns_; }
+
+  std::span<const Event> events() const { return events_; }
+  const NameTable& names() const { return names_; }
+  const AnalysisConfig& config() const { return config_; }
+
+  // Indices (into events()) of records sorted by start, for per-window scans.
+  std::span<const uint32_t> gpu_by_start() const { return gpu_by_start_; }
+  std::span<const uint32_t> api_by_start() const { return api_by_start_; }
+
+ private:
+  std::span<const Event> events_;
+  const NameTable& names_;
+  const AnalysisConfig& config_;
+  IntervalSet compute_, comm_, copy_, busy_, blocking_, data_wait_, launch_all_;
+  std::unordered_map<uint32_t, IntervalSet> launch_by_thread_;
+  std::unordered_map<uint64_t, uint32_t> api_by_correlation_;    // correlation -> API call index
+  std::unordered_map<uint64_t, uint32_t> copy_by_correlation_;   // correlation -> memcpy index
+  std::vector<uint32_t> gpu_by_start_;
+  std::vector<uint32_t> api_by_start_;
+  std::vector<uint32_t> blocking_by_start_;
+  std::vector<int64_t> blocking_end_prefix_max_;  // running max of end over blocking_by_start_
+  std::vector<uint32_t> blocking_argmax_;         // the call reaching that max
+  int64_t max_gpu_duration_ns_ = 0;
+  std::vector<uint8_t> api_blocks_;               // per event index: 1 if a blocking API call / sync record
+};
+
+// Builds the StepView of one window: the unions clipped to it, every idle gap attributed.
+StepView analyze_step(const StepWindow& window, const Timeline& timeline, int rank);
+
+// Holistic Trace Analysis's comm/comp overlap over the whole trace (corpus README definition):
+// kernels launched before the last step begins; |C ∩ N| / |N| in percent. NaN when no comm.
+double hta_comm_comp_overlap_pct(const Timeline& timeline, const Segmentation& segmentation);
+
+}  // namespace stepwatch

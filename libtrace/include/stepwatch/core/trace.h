@@ -1,0 +1,32 @@
+// A rank's events plus the names they refer to: what an importer produces and what the
+// offline analysis consumes. The live library keeps the same data in a bounded ring instead.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "stepwatch/core/event.h"
+#include "stepwatch/core/name_table.h"
+
+namespace stepwatch {
+
+struct Trace {
+  std::string source;     // file path or "live"
+  std::string format;     // "kineto", "nsys", "stepwatch"
+  int rank = -1;          // -1: unknown (assigned from file order)
+  std::string device_name;
+  NameTable names;
+  std::vector<Event> events;
+
+  // Interns and appends; returns the event for further filling.
+  Event& add(EventKind kind, std::string_view name, int64_t start_ns, int64_t end_ns) {
+    Event& e = events.emplace_back();
+    e.kind = kind;
+    e.name = names.intern(name);
+    e.start_ns = start_ns;
+    e.end_ns = end_ns;
+    return e;
+  }
+};
+
+}  // namespace stepwatch

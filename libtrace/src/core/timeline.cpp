@@ -1,0 +1,370 @@
+#include "stepwatch/core/timeline.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <regex>
+
+#include "stepwatch/core/classify.h"
+
+namespace stepwatch {
+namespace {
+
+const IntervalSet kEmptySet;
+
+// The host side of a copy: where pageable memory would make an async copy blocking.
+MemoryKind host_side_memory(const Event& copy) {
+  switch (copy.copy_kind()) {
+    case CopyKind::kHtoD: return copy.src_memory;
+    case CopyKind::kDtoH: return copy.dst_memory;
+    case CopyKind::kHtoH:
+      return copy.src_memory == MemoryKind::kPageable ? copy.src_memory : copy.dst_memory;
+    default: return MemoryKind::kUnknown;
+  }
+}
+
+}  // namespace
+
+Timeline::Timeline(std::span<const Event> events, const NameTable& names, const AnalysisConfig& config)
+    : events_(events), names_(names), config_(config) {
+  std::vector<Interval> compute, comm, copy, data;
+  const std::regex data_pattern(config.data_pattern, std::regex::ECMAScript | std::regex::optimize);
+  std::unordered_map<NameId, bool> data_match;
+
+  for (uint32_t i = 0; i < events.size(); ++i) {
+    const Event& e = events[i];
+    switch (e.kind) {
+      case EventKind::kKernel:
+        (e.is_comm_kernel() ? comm : compute).push_back({e.start_ns, e.end_ns});
+        gpu_by_start_.push_back(i);
+        break;
+      case EventKind::kMemcpy:
+        if (e.correlation != 0) copy_by_correlation_.try_emplace(e.correlation, i);
+        [[fallthrough]];
+      case EventKind::kMemset:
+        copy.push_back({e.start_ns, e.end_ns});
+        gpu_by_start_.push_back(i);
+        break;
+      case EventKind::kApiCall:
+        api_by_start_.push_back(i);
+        if (e.correlation != 0) {
+          // Older nsys exports write two runtime rows per call with one correlation id;
+          // the first (outer) one stands for the call.
+          auto [it, inserted] = api_by_correlation_.try_emplace(e.correlation, i);
+          if (!inserted && e.start_ns < events[it->second].start_ns) it->second = i;
+        }
+        break;
+      case EventKind::kRange: {
+        if (e.has_flag(event_flags::kOnDevice)) break;
+        auto [it, inserted] = data_match.try_emplace(e.name, false);
+        if (inserted) {
+          const std::string_view n = names.view(e.name);
+          it->second = std::regex_search(n.begin(), n.end(), data_pattern);
+        }
+        if (it->second) data.push_back({e.start_ns, e.end_ns});
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  compute_ = IntervalSet::from_unsorted(std::move(compute));
+  comm_ = IntervalSet::from_unsorted(std::move(comm));
+  copy_ = IntervalSet::from_unsorted(std::move(copy));
+  busy_ = compute_.unite(comm_).unite(copy_);
+  data_wait_ = IntervalSet::from_unsorted(std::move(data));
+
+  auto by_start = [&](uint32_t a, uint32_t b) { return events[a].start_ns < events[b].start_ns; };
+  std::sort(gpu_by_start_.begin(), gpu_by_start_.end(), by_start);
+  std::sort(api_by_start_.begin(), api_by_start_.end(), by_start);
+
+  // Blocking calls (rule 2 and B) and enqueue calls (rule 3's launch evidence).
+  api_blocks_.assign(events.size(), 0);
+  std::vector<Interval> blocking;
+  std::vector<Interval> launch_all;
+  std::unordered_map<uint32_t, std::vector<Interval>> launch_by_thread;
+  for (uint32_t i : api_by_start_) {
+    const Event& e = events[i];
+    if (is_blocking_call(e)) {
+      api_blocks_[i] = 1;
+      blocking_by_start_.push_back(i);
+      blocking.push_back({e.start_ns, e.end_ns});
+    } else if (is_enqueue(e.api_class())) {
+      launch_all.push_back({e.start_ns, e.end_ns});
+      launch_by_thread[e.thread].push_back({e.start_ns, e.end_ns});
+    }
+  }
+  // CUPTI synchronization records are host-side waits too; a call recorded both ways only
+  // adds the same interval twice to a union.
+  for (uint32_t i = 0; i < events.size(); ++i) {
+    const Event& e = events[i];
+    if (e.kind == EventKind::kSync && e.sync_kind() != SyncKind::kStreamWaitEvent) {
+      api_blocks_[i] = 1;
+      blocking_by_start_.push_back(i);
+      blocking.push_back({e.start_ns, e.end_ns});
+    }
+  }
+  std::sort(blocking_by_start_.begin(), blocking_by_start_.end(), by_start);
+  blocking_end_prefix_max_.resize(blocking_by_start_.size());
+  blocking_argmax_.resize(blocking_by_start_.size());
+  for (size_t k = 0; k < blocking_by_start_.size(); ++k) {
+    const Event& e = events[blocking_by_start_[k]];
+    if (k == 0 || e.end_ns > blocking_end_prefix_max_[k - 1]) {
+      blocking_end_prefix_max_[k] = e.end_ns;
+      blocking_argmax_[k] = blocking_by_start_[k];
+    } else {
+      blocking_end_prefix_max_[k] = blocking_end_prefix_max_[k - 1];
+      blocking_argmax_[k] = blocking_argmax_[k - 1];
+    }
+  }
+  blocking_ = IntervalSet::from_unsorted(std::move(blocking));
+  launch_all_ = IntervalSet::from_sorted(launch_all);  // api_by_start_ order: sorted
+  for (auto& [thread, list] : launch_by_thread) launch_by_thread_.emplace(thread, IntervalSet::from_sorted(list));
+
+  for (uint32_t i : gpu_by_start_) max_gpu_duration_ns_ = std::max(max_gpu_duration_ns_, events[i].duration_ns());
+}
+
+bool Timeline::is_blocking_call(const Event& api) const {
+  if (api.kind != EventKind::kApiCall) return false;
+  const ApiClass cls = api.api_class();
+  if (cls != ApiClass::kMemcpyAsync) return is_blocking(cls);
+  auto it = copy_by_correlation_.find(api.correlation);
+  if (api.correlation == 0 || it == copy_by_correlation_.end()) return false;
+  return is_blocking(cls, host_side_memory(events_[it->second]));
+}
+
+const IntervalSet& Timeline::launches_of(uint32_t thread) const {
+  auto it = launch_by_thread_.find(thread);
+  return it == launch_by_thread_.end() ? kEmptySet : it->second;
+}
+
+const Event* Timeline::next_gpu_record(int64_t t) const {
+  auto it = std::lower_bound(gpu_by_start_.begin(), gpu_by_start_.end(), t,
+                             [&](uint32_t i, int64_t v) { return events_[i].start_ns < v; });
+  return it == gpu_by_start_.end() ? nullptr : &events_[*it];
+}
+
+const Event* Timeline::launcher_of(const Event& gpu_record) const {
+  if (gpu_record.correlation == 0) return nullptr;
+  // Copies record the driver correlation; runtime and driver calls share it in Kineto and CUPTI.
+  auto it = api_by_correlation_.find(gpu_record.correlation);
+  return it == api_by_correlation_.end() ? nullptr : &events_[it->second];
+}
+
+const Event* Timeline::blocking_call_spanning(int64_t a, int64_t slack_ns) const {
+  auto it = std::lower_bound(blocking_by_start_.begin(), blocking_by_start_.end(), a,
+                             [&](uint32_t i, int64_t v) { return events_[i].start_ns < v; });
+  const size_t started_before = static_cast<size_t>(it - blocking_by_start_.begin());
+  if (started_before == 0) return nullptr;
+  if (blocking_end_prefix_max_[started_before - 1] < a - slack_ns) return nullptr;
+  return &events_[blocking_argmax_[started_before - 1]];
+}
+
+bool Timeline::counts_as_sync(uint32_t index) const {
+  if (!api_blocks_[index]) return false;
+  const Event& e = events_[index];
+  // A CUPTI sync record whose API call is also in the data is the same wait: count it once.
+  if (e.kind == EventKind::kSync && e.correlation != 0 && api_by_correlation_.count(e.correlation)) return false;
+  return true;
+}
+
+const Event* Timeline::copy_of(const Event& api) const {
+  if (api.correlation == 0) return nullptr;
+  auto it = copy_by_correlation_.find(api.correlation);
+  return it == copy_by_correlation_.end() ? nullptr : &events_[it->second];
+}
+
+// ---------------------------------------------------------------------------------------------
+// analyze_step
+
+namespace {
+
+struct GapContext {
+  const Timeline& tl;
+  int64_t slack_ns;
+};
+
+// Attributes one idle gap. [a, b) is the real gap (may extend past the window);
+// [lo, hi) is its part inside the window, the only part that is counted.
+GapRecord attribute_gap(const GapContext& ctx, int64_t a, int64_t b, bool resumed, int64_t lo, int64_t hi) {
+  const Timeline& tl = ctx.tl;
+  GapRecord gap;
+  gap.start_ns = a;
+  gap.end_ns = b;
+  gap.counted_ns = hi - lo;
+
+  const Event* next = resumed ? tl.next_gpu_record(b) : nullptr;
+  const Event* launcher = next ? tl.launcher_of(*next) : nullptr;
+
+  // Rule 1: the work that ended the gap was queued before the GPU went idle: the GPU waited
+  // on something else (a dependency, another stream, throttling) — not on the host.
+  if (next && next->correlation != 0 && (launcher == nullptr || launcher->start_ns < a)) {
+    gap.rule = GapRule::kQueuedEarlier;
+    gap.parts[IdleCause::kOther] = gap.counted_ns;
+    return gap;
+  }
+  // Rule 2: the host sat in a blocking call while the GPU drained; the queue was empty when
+  // the call returned. A blocking call that starts after the GPU is idle did not cause the gap.
+  if (const Event* blocker = tl.blocking_call_spanning(a, ctx.slack_ns)) {
+    gap.rule = GapRule::kHostBlocked;
+    gap.parts[IdleCause::kSync] = gap.counted_ns;
+    gap.blocking_call = std::string(tl.names().view(blocker->name));
+    return gap;
+  }
+  // Rule 3: split by what the host was doing: data wait, then launching, the rest is host time.
+  gap.rule = GapRule::kHostActivity;
+  const IntervalSet data = tl.data_wait().clip(lo, hi);
+  const IntervalSet launches = (launcher ? tl.launches_of(launcher->thread) : tl.launches_all()).clip(lo, hi);
+  const int64_t input_ns = data.total_length();
+  const int64_t launch_ns = launches.total_length() - launches.intersect(data).total_length();
+  gap.parts[IdleCause::kInput] = input_ns;
+  gap.parts[IdleCause::kLaunch] = launch_ns;
+  gap.parts[IdleCause::kHost] = gap.counted_ns - input_ns - launch_ns;
+  return gap;
+}
+
+}  // namespace
+
+StepView analyze_step(const StepWindow& window, const Timeline& tl, int rank) {
+  StepView v;
+  v.rank = rank;
+  v.step = window.number;
+  v.start_ns = window.start_ns;
+  v.end_ns = window.end_ns;
+  v.source = window.source;
+  const int64_t s = window.start_ns;
+  const int64_t e = window.end_ns;
+  if (e <= s) return v;
+
+  const IntervalSet c = tl.compute().clip(s, e);
+  const IntervalSet n = tl.comm().clip(s, e);
+  const IntervalSet m = tl.copy().clip(s, e);
+  const IntervalSet busy = tl.busy().clip(s, e);
+  const IntervalSet cn = c.unite(n);
+  v.compute_ns = c.total_length();
+  v.comm_ns = n.total_length();
+  v.exposed_comm_ns = v.comm_ns - n.intersect(c).total_length();
+  v.copy_ns = m.total_length();
+  v.copy_only_ns = v.copy_ns - m.intersect(cn).total_length();
+  v.busy_ns = busy.total_length();
+  const IntervalSet blocked = tl.blocking().clip(s, e);
+  v.blocked_idle_ns = blocked.total_length() - blocked.intersect(busy).total_length();
+  v.data_wait_ns = tl.data_wait().measure_within(s, e);
+
+  // Every idle gap of the whole timeline that overlaps the window.
+  const GapContext ctx{tl, tl.config().sync_slack_ns};
+  const auto parts = tl.busy().intervals();
+  size_t i = tl.busy().first_ending_after(s);
+  for (;;) {
+    const bool has_prev = i > 0;
+    const bool resumed = i < parts.size();
+    const int64_t a = has_prev ? parts[i - 1].end : s;
+    const int64_t b = resumed ? parts[i].start : e;
+    const int64_t lo = std::max(a, s);
+    const int64_t hi = std::min(b, e);
+    if (hi > lo) {
+      GapRecord gap = attribute_gap(ctx, has_prev ? a : std::min(a, s), resumed ? b : std::max(b, e), resumed, lo, hi);
+      for (IdleCause cause : kIdleCauses) v.idle[cause] += gap.parts[cause];
+      v.gaps.push_back(std::move(gap));
+    }
+    if (!resumed || parts[i].start >= e) break;
+    ++i;
+  }
+
+  // Kernels and collectives overlapping the window. GPU records are bounded in length, so the
+  // scan starts at most one maximal record length before the window.
+  const auto gpu = tl.gpu_by_start();
+  const auto events = tl.events();
+  auto first = std::lower_bound(gpu.begin(), gpu.end(), s - tl.max_gpu_duration_ns(),
+                                [&](uint32_t idx, int64_t t) { return events[idx].start_ns < t; });
+  std::map<CollectiveType, std::vector<Interval>> by_type;
+  for (auto it = first; it != gpu.end() && events[*it].start_ns < e; ++it) {
+    const Event& r = events[*it];
+    if (r.end_ns <= s || r.kind != EventKind::kKernel) continue;
+    if (r.start_ns >= s) ++v.kernels;
+    if (r.is_comm_kernel()) by_type[r.collective].push_back({std::max(r.start_ns, s), std::min(r.end_ns, e)});
+  }
+  for (auto& [type, list] : by_type) {
+    const IntervalSet set = IntervalSet::from_unsorted(std::move(list));
+    CollectiveStat stat;
+    stat.type = type;
+    stat.kernels = static_cast<int>(set.size());
+    stat.busy_ns = set.total_length();
+    stat.exposed_ns = stat.busy_ns - set.intersect(c).total_length();
+    v.collectives.push_back(stat);
+  }
+  std::sort(v.collectives.begin(), v.collectives.end(),
+            [](const CollectiveStat& x, const CollectiveStat& y) { return x.exposed_ns > y.exposed_ns; });
+
+  // Launch calls starting in the window.
+  const auto api = tl.api_by_start();
+  auto api_first = std::lower_bound(api.begin(), api.end(), s,
+                                    [&](uint32_t idx, int64_t t) { return events[idx].start_ns < t; });
+  for (auto it = api_first; it != api.end() && events[*it].start_ns < e; ++it) {
+    const Event& call = events[*it];
+    if (call.api_class() == ApiClass::kLaunch) {
+      ++v.launches;
+      v.launch_api_ns += std::min(call.end_ns, e) - call.start_ns;
+    }
+  }
+
+  // Blocking calls overlapping the window, grouped by name.
+  std::map<std::string, BlockingCallStat> by_name;
+  for (uint32_t idx : tl.blocking_overlapping(s, e)) {
+    const Event& call = events[idx];
+    if (!tl.counts_as_sync(idx)) continue;
+    if (call.start_ns >= s) ++v.syncs;
+    const int64_t lo = std::max(call.start_ns, s);
+    const int64_t hi = std::min(call.end_ns, e);
+    const std::string name(tl.names().view(call.name));
+    BlockingCallStat& stat = by_name[name];
+    stat.name = name;
+    stat.api_class = call.kind == EventKind::kApiCall ? call.api_class() : ApiClass::kStreamSync;
+    ++stat.count;
+    stat.host_ns += std::max<int64_t>(0, hi - lo);
+    stat.gpu_idle_ns += std::max<int64_t>(0, hi - lo) - busy.measure_within(lo, hi);
+    if (const Event* cp = tl.copy_of(call)) {
+      stat.bytes += cp->bytes;
+      stat.copy_kind = cp->copy_kind();
+      stat.host_memory = host_side_memory(*cp);
+    }
+  }
+  for (auto& [name, stat] : by_name) v.blocking.push_back(std::move(stat));
+  std::sort(v.blocking.begin(), v.blocking.end(),
+            [](const BlockingCallStat& x, const BlockingCallStat& y) { return x.gpu_idle_ns > y.gpu_idle_ns; });
+  return v;
+}
+
+std::vector<uint32_t> Timeline::blocking_overlapping(int64_t s, int64_t e) const {
+  std::vector<uint32_t> out;
+  auto it = std::lower_bound(blocking_by_start_.begin(), blocking_by_start_.end(), e,
+                             [&](uint32_t i, int64_t v) { return events_[i].start_ns < v; });
+  // Walk back from the last call starting before e while some earlier call may still reach s.
+  for (size_t k = static_cast<size_t>(it - blocking_by_start_.begin()); k-- > 0;) {
+    if (blocking_end_prefix_max_[k] <= s) break;
+    if (events_[blocking_by_start_[k]].end_ns > s) out.push_back(blocking_by_start_[k]);
+  }
+  std::reverse(out.begin(), out.end());
+  return out;
+}
+
+double hta_comm_comp_overlap_pct(const Timeline& tl, const Segmentation& seg) {
+  // HTA drops the last step: only kernels launched before the last ProfilerStep begins count.
+  int64_t cutoff = std::numeric_limits<int64_t>::max();
+  if (seg.source != StepSource::kWholeTrace && !seg.steps.empty()) cutoff = seg.steps.back().start_ns;
+  std::vector<Interval> compute, comm;
+  for (uint32_t idx : tl.gpu_by_start()) {
+    const Event& k = tl.events()[idx];
+    if (k.kind != EventKind::kKernel) continue;
+    const Event* launcher = tl.launcher_of(k);
+    if (launcher == nullptr || launcher->start_ns >= cutoff) continue;
+    (k.is_comm_kernel() ? comm : compute).push_back({k.start_ns, k.end_ns});
+  }
+  const IntervalSet n = IntervalSet::from_unsorted(std::move(comm));
+  if (n.total_length() == 0) return std::nan("");
+  const IntervalSet c = IntervalSet::from_unsorted(std::move(compute));
+  return 100.0 * double(n.intersect(c).total_length()) / double(n.total_length());
+}
+
+}  // namespace stepwatch

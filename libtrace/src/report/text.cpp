@@ -1,0 +1,79 @@
+#include "stepwatch/report/text.h"
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+namespace stepwatch {
+namespace {
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+double ms(int64_t ns) { return double(ns) / 1e6; }
+
+void write_row(const StepView& v, std::ostream& out) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "%8lld %9.1f %5.1f %9.1f %9.1f %9.1f | %8.1f %8.1f %8.1f %8.1f %8.1f | %7d %5d\n",
+                static_cast<long long>(v.step), ms(v.duration_ns()), 100.0 * v.duty_cycle(), ms(v.compute_ns),
+                ms(v.exposed_comm_ns), ms(v.copy_only_ns), ms(v.idle[IdleCause::kInput]),
+                ms(v.idle[IdleCause::kSync]), ms(v.idle[IdleCause::kLaunch]), ms(v.idle[IdleCause::kHost]),
+                ms(v.idle[IdleCause::kOther]), v.kernels, v.syncs);
+  out << buf;
+}
+
+}  // namespace
+
+void write_text_report(const RankResult& r, std::ostream& out, const TextReportOptions& options) {
+  const Segmentation& seg = r.segmentation;
+  out << "== " << r.source << "  (rank " << r.rank << ", " << r.steps.size() << " step"
+      << (r.steps.size() == 1 ? "" : "s");
+  switch (seg.source) {
+    case StepSource::kRange: out << " from ranges like \"" << seg.matched_name << "\""; break;
+    case StepSource::kExplicit: out << " from explicit step marks"; break;
+    case StepSource::kWholeTrace: out << ", no step marks: whole trace as one step"; break;
+  }
+  out << ")\n\n";
+  out << "    step    dur ms busy%   compute  exp.comm copy-only |    input     sync   launch     host    other "
+         "| kernels syncs\n"
+         "                                  (ms)      (ms)      (ms) |  --------------- GPU idle (ms) ---------------"
+         " |\n";
+  const size_t n = r.steps.size();
+  const size_t limit = options.max_table_rows;
+  for (size_t i = 0; i < n; ++i) {
+    if (n > limit && i == limit / 2) {
+      out << "     ... " << (n - limit) << " more steps ...\n";
+      i = n - limit / 2;
+    }
+    write_row(r.steps[i], out);
+  }
+
+  out << "\nfindings:";
+  if (r.findings.empty()) out << " none";
+  out << '\n';
+  for (const Finding& f : r.findings) out << format_log_line(f) << '\n';
+
+  const RunSummary& s = r.summary;
+  out << "\nsummary (rank " << s.rank << "): " << s.steps << (s.steps == 1 ? " step" : " steps") << "; step time mean "
+      << fmt("%.1f", s.step_ms.mean_ms) << " ms, median " << fmt("%.1f", s.step_ms.median_ms) << " ms, p90 "
+      << fmt("%.1f", s.step_ms.p90_ms) << " ms, CV " << fmt("%.2f", s.step_ms.cv) << "; GPU busy "
+      << fmt("%.1f", s.gpu_busy_pct) << "%";
+  if (std::isfinite(s.comm_comp_overlap_pct)) {
+    out << "; comm/compute overlap " << fmt("%.1f", s.comm_comp_overlap_pct) << "%";
+  }
+  out << '\n';
+  const double run_ms = s.step_ms.mean_ms * s.steps;
+  for (const auto& [id, total] : s.findings) {
+    out << "  " << id << ": " << total.steps << " step" << (total.steps == 1 ? "" : "s");
+    if (total.cost_ms > 0) {
+      out << ", goodput tax " << fmt("%.1f", total.cost_ms) << " ms";
+      if (run_ms > 0) out << " (" << fmt("%.1f", 100.0 * total.cost_ms / run_ms) << "% of step time)";
+    }
+    out << '\n';
+  }
+}
+
+}  // namespace stepwatch

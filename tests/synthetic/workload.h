@@ -1,0 +1,159 @@
+// The synthetic workload: a small discrete-event model of a training loop — one host (Python)
+// thread executing a step program, GPU streams running their queued work in FIFO order — that
+// produces a `Trace` with known ground truth.
+//
+// The model decides when every record runs, so it knows, without any analysis code, when the
+// GPU was busy and with what, how long the host waited for data, and which idle time each
+// injected fault caused. Scenario tests compare the real pipeline's StepViews and findings
+// against that truth (ARCHITECTURE.md "Testing tiers", tier 2).
+//
+// Timing rules of the model:
+//  - a GPU record starts at max(its launching call's end, the previous record's end on its
+//    stream, any cross-stream dependency) and runs for its modeled duration;
+//  - the launch queue is bounded (`launch_queue_depth` records not yet completed, all streams);
+//    a launch call that finds it full blocks until a slot frees, so a GPU-bound loop has the
+//    host running ahead by a full queue;
+//  - blocking calls (cudaStreamSynchronize, pageable cudaMemcpyAsync, cudaMemcpy) return
+//    `return_latency_ns` after the GPU work they wait for has finished;
+//  - a collective waits on a compute-stream point (cudaStreamWaitEvent semantics), and the
+//    optimizer waits on the last collective.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "stepwatch/core/trace.h"
+#include "synthetic/spans.h"
+
+namespace stepwatch::synthetic {
+
+enum class CommMode : uint8_t {
+  kNone,
+  kOverlappedBuckets,  // DDP: one all-reduce per gradient bucket, launched as backward produces it
+  kSerialized,         // one all-reduce after backward's last kernel: nothing left to overlap with
+};
+
+// NCCL kernel names differ across versions; scenarios mix them so the classifier sees all three.
+enum class NcclNaming : uint8_t {
+  kDevKernel,         // ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)  (NCCL >= 2.19)
+  kDevKernelMangled,  // _Z39ncclDevKernel_AllReduce_Sum_f32_RING_LL24ncclDevKernelArgsStorageILm4096EE
+  kLegacy,            // ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)
+};
+
+// How the step copies its input batch to the GPU.
+enum class InputCopy : uint8_t {
+  kPinnedAsync,    // pin_memory + non_blocking: cudaMemcpyAsync from pinned memory, enqueues
+  kPageableAsync,  // .to(device) from pageable memory: cudaMemcpyAsync that blocks until done
+  kPageableSync,   // cudaMemcpy from pageable memory: blocking
+};
+
+struct WorkloadConfig {
+  std::string scenario = "custom";
+  int steps = 8;               // captured steps
+  int warmup_steps = 10;       // run before the capture begins (fill the launch queue); not recorded
+  int64_t first_step = 1;      // number of the first captured step ("ProfilerStep#<first_step>")
+  int rank = 0;
+  uint64_t seed = 1;
+  bool step_ranges = true;     // false: the `no_marks` variant, no ProfilerStep ranges
+  size_t launch_queue_depth = 1024;
+  int64_t origin_ns = 5'000'000'000;  // the data's clock origin (kept far below 2^52 ns)
+
+  // Host thread.
+  uint32_t host_thread = 4242;       // PyTorch's main thread: pid == tid
+  int64_t launch_call_ns = 6'000;    // a launch call when the queue has room
+  int64_t host_gap_ns = 14'000;      // Python between two launches
+  int64_t return_latency_ns = 8'000; // a blocking call returns this long after its GPU work ended
+
+  // Step program.
+  int64_t data_wait_ns = 200'000;    // DataLoader wait at the start of each step
+  InputCopy input_copy = InputCopy::kPinnedAsync;
+  uint64_t input_bytes = 16ull << 20;
+  int64_t post_copy_host_ns = 0;     // host work between the input copy and the first forward launch
+  int forward_kernels = 48;
+  int backward_kernels = 96;
+  int optimizer_kernels = 16;
+  int64_t kernel_ns = 200'000;       // mean compute kernel duration (drawn from 0.5x..1.5x)
+  int item_syncs = 0;                // `.item()` syncs per step, spread over forward and backward
+  int64_t post_sync_host_ns = 0;     // host work after each `.item()` (metric logging) before the next launch
+
+  CommMode comm = CommMode::kNone;
+  int buckets = 4;                   // kOverlappedBuckets
+  int64_t allreduce_ns = 6'000'000;  // all-reduce GPU time per step (all buckets together)
+  NcclNaming nccl_naming = NcclNaming::kDevKernel;
+
+  double pinned_gb_per_s = 20.0;     // bytes per ns == GB/s
+  double pageable_gb_per_s = 6.0;
+  uint32_t compute_stream = 7;
+  uint32_t comm_stream = 21;
+  int16_t device = 0;
+};
+
+// What the model knows about one captured step, computed from its own schedule (never from the
+// analysis code). Window = the ProfilerStep range; all quantities are clipped to it.
+struct StepTruth {
+  int64_t step = 0;
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  int64_t compute_ns = 0;       // |C|: compute kernels busy
+  int64_t comm_ns = 0;          // |N|: NCCL kernels busy
+  int64_t exposed_comm_ns = 0;  // |N \ C|: comm with no compute kernel running
+  int64_t copy_ns = 0;          // |M|: copies and memsets busy
+  int64_t copy_only_ns = 0;     // |M \ (C ∪ N)|
+  int64_t busy_ns = 0;          // |C ∪ N ∪ M|
+  int64_t idle_ns = 0;          // window - busy
+  int64_t data_wait_ns = 0;     // injected DataLoader wait
+  int64_t input_idle_ns = 0;    // the part of the data wait with the GPU idle
+  int64_t sync_idle_ns = 0;     // GPU idle after a blocking call drained the queue, until the GPU resumed
+  int64_t blocked_idle_ns = 0;  // host inside blocking calls with the GPU idle
+  int kernels = 0;              // kernels (compute + comm) starting in the window
+  int comm_kernels = 0;
+  int blocking_calls = 0;       // blocking calls the model issued that start in the window
+  int64_t duration_ns() const { return end_ns - start_ns; }
+};
+
+// The model's intervals for everything the trace contains, kept so that truth can be computed
+// for any window (e.g. the whole-trace pseudo-step of `no_marks`). Spans are merged.
+struct GroundTruthTimeline {
+  Spans compute, comm, copy, busy;
+  Spans data_wait;   // host DataLoader waits
+  Spans blocking;    // host time inside blocking calls
+  Spans fault_idle;  // GPU idle gaps caused by a blocking call that drained the queue
+  std::vector<int64_t> compute_kernel_starts, comm_kernel_starts, blocking_call_starts;  // sorted
+};
+
+struct SyntheticRun {
+  WorkloadConfig config;
+  Trace trace;
+  std::vector<StepTruth> truth;  // one per captured step, in order
+  GroundTruthTimeline timeline;
+
+  StepTruth truth_for_window(int64_t start_ns, int64_t end_ns, int64_t step = 0) const;
+};
+
+// Runs the model.
+SyntheticRun generate(const WorkloadConfig& config);
+
+// Scenario factory. Healthy: `gpu_bound`, `ddp_overlap`. Faulty: `slow_dataloader`, `item_sync`,
+// `pageable_copy`, `serialized_allreduce`. `no_marks` is `gpu_bound` without step ranges; any
+// name with the suffix `+no_marks` (e.g. `item_sync+no_marks`) drops the ranges of that scenario.
+// `magnitude` scales the injected fault (1.0 = the documented size). Throws std::invalid_argument
+// for an unknown name.
+struct ScenarioOptions {
+  int steps = 8;
+  double magnitude = 1.0;
+  uint64_t seed = 1;
+  int64_t first_step = 1;
+  int rank = 0;
+};
+WorkloadConfig scenario_config(std::string_view name, const ScenarioOptions& options = {});
+SyntheticRun make_scenario(std::string_view name, const ScenarioOptions& options = {});
+
+// Every scenario name the factory knows (without the `+no_marks` variants).
+const std::vector<std::string>& scenario_names();
+// One line per scenario: what it models and which detector it targets.
+std::string_view scenario_description(std::string_view name);
+
+}  // namespace stepwatch::synthetic
