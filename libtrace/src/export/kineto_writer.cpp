@@ -8,8 +8,9 @@
 // The JSON is streamed by hand (one event per line): flight-recorder dumps can hold millions of
 // events and must not be built as a DOM first. Timestamps are written from integer nanoseconds
 // as exact decimal text ("123.456" µs), never through a double: CLOCK_REALTIME nanoseconds
-// (~1.7e18) do not fit a double's 53-bit mantissa. When they would not survive the reader's
-// double either, times are written relative to `baseTimeNanoseconds`, as Kineto itself does.
+// (~1.7e18) do not fit a double's 53-bit mantissa, and our importer reads the decimal text
+// exactly. Times are absolute (`baseTimeNanoseconds` is 0): a reader that ignores the base, as
+// ours does, still sees the data's own clock.
 #include "stepwatch/export/kineto_writer.h"
 
 #include <zlib.h>
@@ -32,11 +33,6 @@
 
 namespace stepwatch {
 namespace {
-
-// Readers parse `ts` into a double of microseconds; ns precision survives while |ns| < 2^52
-// (≈ 52 days of nanoseconds). Beyond that, write times relative to a whole-second base.
-constexpr int64_t kMaxExactDoubleNs = int64_t{1} << 52;
-constexpr int64_t kNsPerSecond = 1'000'000'000;
 
 // ---------------------------------------------------------------------------------------------
 // Text helpers
@@ -220,7 +216,7 @@ int64_t host_process_id(const Trace& trace) {
 
 class EventWriter {
  public:
-  EventWriter(std::ostream& out, int64_t base_ns) : out_(out), base_ns_(base_ns) { line_.reserve(512); }
+  explicit EventWriter(std::ostream& out) : out_(out) { line_.reserve(512); }
 
   // Starts one complete ("X") event; args follow through arg_*(), then end().
   void begin(std::string_view cat, std::string_view name, int64_t pid, int64_t tid, int64_t start_ns,
@@ -235,7 +231,7 @@ class EventWriter {
     line_.append(",\"tid\":");
     append_int(line_, tid);
     line_.append(",\"ts\":");
-    append_us(line_, start_ns - base_ns_);
+    append_us(line_, start_ns);
     line_.append(",\"dur\":");
     append_us(line_, std::max<int64_t>(dur_ns, 0));
     line_.append(",\"args\":{");
@@ -294,7 +290,6 @@ class EventWriter {
   void flush_line() { out_.write(line_.data(), static_cast<std::streamsize>(line_.size())); }
 
   std::ostream& out_;
-  int64_t base_ns_;
   std::string line_;
   bool first_event_ = true;
   bool first_arg_ = true;
@@ -333,13 +328,11 @@ std::string step_mark_name(const Event& mark, std::string_view recorded) {
 }  // namespace
 
 void write_kineto_json(const Trace& trace, std::ostream& out) {
-  int64_t min_ns = 0;
   int64_t max_ns = 0;
   bool any = false;
   std::set<int> devices;
   std::set<std::pair<int, uint32_t>> streams;
   for (const Event& e : trace.events) {
-    min_ns = any ? std::min(min_ns, e.start_ns) : e.start_ns;
     max_ns = any ? std::max(max_ns, std::max(e.end_ns, e.start_ns)) : std::max(e.end_ns, e.start_ns);
     any = true;
     if (e.is_gpu_record() || (e.kind == EventKind::kRange && e.has_flag(event_flags::kOnDevice))) {
@@ -347,8 +340,6 @@ void write_kineto_json(const Trace& trace, std::ostream& out) {
       streams.insert({std::max<int>(e.device, 0), e.stream});
     }
   }
-  const bool exact = !any || (min_ns > -kMaxExactDoubleNs && max_ns < kMaxExactDoubleNs);
-  const int64_t base_ns = exact ? 0 : (min_ns / kNsPerSecond) * kNsPerSecond;
 
   std::string head = "{\n\"schemaVersion\":1,\n";
   if (trace.rank >= 0) {
@@ -367,13 +358,11 @@ void write_kineto_json(const Trace& trace, std::ostream& out) {
     append_json_string(head, trace.device_name.empty() ? std::string_view("unknown") : trace.device_name);
     head += "}";
   }
-  head += "],\n\"displayTimeUnit\":\"ms\",\n\"baseTimeNanoseconds\":";
-  append_int(head, base_ns);
-  head += ",\n\"traceEvents\":[\n";
+  head += "],\n\"displayTimeUnit\":\"ms\",\n\"baseTimeNanoseconds\":0,\n\"traceEvents\":[\n";
   out.write(head.data(), static_cast<std::streamsize>(head.size()));
 
   const int64_t pid = host_process_id(trace);
-  EventWriter w(out, base_ns);
+  EventWriter w(out);
   w.metadata("process_name", pid, 0, "python");
   for (int d : devices) w.metadata("process_name", d, 0, "GPU " + std::to_string(d));
   for (const auto& [d, s] : streams) w.metadata("thread_name", d, s, "stream " + std::to_string(s) + " ");

@@ -259,12 +259,13 @@ int16_t device_of(const KinetoRecord& r) {
   return static_cast<int16_t>(*d);
 }
 
-// Negative streams (-1 on event syncs, which wait on no stream) become 0.
+// Syncs that wait on no stream carry CUPTI's UINT32_MAX, written as 4294967295 or as -1 depending
+// on the Kineto version: both become UINT32_MAX, as the live adapter sees it.
 uint32_t stream_of(const KinetoRecord& r) {
   std::optional<int64_t> s = to_int(r.args.stream);
   if (!s) s = to_int(r.tid);
   if (!s && r.tid.is_string) s = trailing_integer(r.tid.text);
-  if (!s || *s < 0 || *s > std::numeric_limits<uint32_t>::max()) return 0;
+  if (!s || *s < std::numeric_limits<int32_t>::min() || *s > std::numeric_limits<uint32_t>::max()) return 0;
   return static_cast<uint32_t>(*s);
 }
 

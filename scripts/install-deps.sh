@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs the Debian packages stepwatch builds and tests with, when they are missing.
+# Used by tests/run.sh and examples/demo.sh; safe to run repeatedly.
+set -euo pipefail
+
+packages=(
+  cmake make g++ pkg-config python3
+  libspdlog-dev libfmt-dev libsimdjson-dev nlohmann-json3-dev libcli11-dev
+  libdeflate-dev zlib1g-dev libsqlite3-dev libgtest-dev libbenchmark-dev
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "stepwatch: installing missing packages: ${missing[*]}" >&2
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds, and runs every test: the full suite once, then the unit,
+# scenario and CLI tests again under ASan+UBSan. Usage: tests/run.sh [--no-sanitizers]
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+
+sanitizers=1
+for arg in "$@"; do
+  case "$arg" in
+    --no-sanitizers) sanitizers=0 ;;
+    *) echo "usage: tests/run.sh [--no-sanitizers]" >&2; exit 2 ;;
+  esac
+done
+
+scripts/install-deps.sh
+jobs=$(nproc 2>/dev/null || echo 2)
+if [ ! -d "$root/../shared/corpus" ]; then
+  echo "note: ../shared/corpus not found: corpus tests will be skipped" >&2
+fi
+
+echo "== build (RelWithDebInfo) =="
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build -j"$jobs"
+echo "== tests =="
+ctest --test-dir build --output-on-failure -j"$jobs"
+
+if [ "$sanitizers" = 1 ]; then
+  echo "== build (ASan+UBSan) =="
+  cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DSTEPWATCH_SANITIZE=ON -DSTEPWATCH_BUILD_BENCH=OFF >/dev/null
+  cmake --build build-asan -j"$jobs"
+  echo "== tests under ASan+UBSan =="
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    ctest --test-dir build-asan --output-on-failure -j"$jobs" -E 'corpus'
+fi
+echo "stepwatch: all tests passed"

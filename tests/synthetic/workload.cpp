@@ -1,0 +1,634 @@
+#include "synthetic/workload.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <functional>
+#include <queue>
+#include <stdexcept>
+#include <unordered_map>
+
+#include "stepwatch/core/classify.h"
+
+namespace stepwatch::synthetic {
+namespace {
+
+// splitmix64: deterministic on every platform (std distributions are not).
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) : state_(seed) {}
+  uint64_t next() {
+    uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  double uniform() { return double(next() >> 11) * 0x1.0p-53; }  // [0, 1)
+
+ private:
+  uint64_t state_;
+};
+
+// Kernel names as a PyTorch bf16 transformer step shows them.
+constexpr std::array<std::string_view, 5> kForwardKernels = {
+    "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas",
+    "void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<c10::BFloat16, float>(int, float, "
+    "c10::BFloat16 const*, c10::BFloat16 const*, c10::BFloat16 const*, float*, float*, c10::BFloat16*)",
+    "void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4, false, false, cutlass::bfloat16_t, "
+    "Flash_kernel_traits<128, 128, 64, 4, cutlass::bfloat16_t> >, false, true, false, false, true, true, false, "
+    "false>(pytorch_flash::Flash_fwd_params)",
+    "void at::native::vectorized_elementwise_kernel<4, at::native::GeluCUDAKernelImpl(at::TensorIteratorBase&, "
+    "at::native::GeluType)::{lambda()#2}::operator()() const::{lambda()#3}::operator()() const::"
+    "{lambda(c10::BFloat16)#1}, std::array<char*, 2ul> >(int, at::native::GeluCUDAKernelImpl(at::TensorIteratorBase&, "
+    "at::native::GeluType)::{lambda()#2}::operator()() const::{lambda()#3}::operator()() const::"
+    "{lambda(c10::BFloat16)#1}, std::array<char*, 2ul>)",
+    "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nn_n_tilesize128x256x64_warpgroupsize2x1x1_execute_segment_k_off_kernel__5x_cublas",
+};
+constexpr std::array<std::string_view, 4> kBackwardKernels = {
+    "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nt_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas",
+    "void pytorch_flash::flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel<Flash_bwd_kernel_traits<128, 64, 128, 8, 2, 4, "
+    "2, false, false, cutlass::bfloat16_t, Flash_kernel_traits<128, 64, 128, 8, cutlass::bfloat16_t> >, false, false, "
+    "false, false, false, true, false>(pytorch_flash::Flash_bwd_params)",
+    "void at::native::(anonymous namespace)::layer_norm_grad_input_kernel_vectorized<c10::BFloat16, float>("
+    "c10::BFloat16 const*, c10::BFloat16 const*, float const*, float const*, c10::BFloat16 const*, c10::BFloat16*, int)",
+    "void at::native::vectorized_elementwise_kernel<4, at::native::GeluBackwardCUDAKernelImpl(at::TensorIteratorBase&, "
+    "at::native::GeluType)::{lambda()#2}::operator()() const::{lambda()#3}::operator()() const::"
+    "{lambda(c10::BFloat16, c10::BFloat16)#1}, std::array<char*, 3ul> >(int, at::native::GeluBackwardCUDAKernelImpl("
+    "at::TensorIteratorBase&, at::native::GeluType)::{lambda()#2}::operator()() const::{lambda()#3}::operator()() "
+    "const::{lambda(c10::BFloat16, c10::BFloat16)#1}, std::array<char*, 3ul>)",
+};
+constexpr std::string_view kOptimizerKernel =
+    "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous namespace)::"
+    "TensorListMetadata<4>, at::native::(anonymous namespace)::FusedAdamMathFunctor<float, 4, "
+    "(at::native::ADAM_MODE)1, false>, float*, double, double, double, double, double, bool, float*, float*>("
+    "at::native::(anonymous namespace)::TensorListMetadata<4>, at::native::(anonymous namespace)::"
+    "FusedAdamMathFunctor<float, 4, (at::native::ADAM_MODE)1, false>, float*, double, double, double, double, "
+    "double, bool, float*, float*)";
+
+constexpr std::string_view kDataLoaderRange = "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__";
+constexpr std::string_view kOptimizerRange = "Optimizer.step#AdamW.step";
+
+std::string allreduce_kernel_name(NcclNaming naming) {
+  switch (naming) {
+    case NcclNaming::kDevKernel:
+      return "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)";
+    case NcclNaming::kDevKernelMangled: {
+      const std::string id = "ncclDevKernel_AllReduce_Sum_f32_RING_LL";
+      return "_Z" + std::to_string(id.size()) + id + "24ncclDevKernelArgsStorageILm4096EE";
+    }
+    case NcclNaming::kLegacy:
+      return "ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)";
+  }
+  return {};
+}
+
+// NCCL >= 2.19 launches through the driver API; older NCCL through the runtime.
+std::string_view allreduce_launch_api(NcclNaming naming) {
+  return naming == NcclNaming::kLegacy ? "cudaLaunchKernel" : "cuLaunchKernelEx";
+}
+
+int64_t transfer_ns(uint64_t bytes, double gb_per_s) {
+  return std::max<int64_t>(1'000, static_cast<int64_t>(std::llround(double(bytes) / gb_per_s)));
+}
+
+// What each recorded event is to the model: the truth is built from these tags, never from
+// the names the analysis classifies.
+enum class Role : uint8_t { kNone, kCompute, kComm, kCopy, kDataWait, kBlocking };
+
+struct BlockingCall {
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  bool drained = false;  // the call waited for queued GPU work (it did not find the GPU idle)
+};
+
+class Model {
+ public:
+  explicit Model(const WorkloadConfig& config) : cfg_(config), rng_(config.seed * 0x2545F4914F6CDD1Dull + 7) {}
+
+  SyntheticRun run() {
+    now_ = cfg_.origin_ns;
+    const int total = cfg_.warmup_steps + cfg_.steps;
+    std::vector<std::pair<int64_t, int64_t>> windows;
+    for (int k = 0; k < total; ++k) {
+      const bool captured = k >= cfg_.warmup_steps;
+      const int64_t number = cfg_.first_step + (k - cfg_.warmup_steps);
+      const int64_t start = now_;
+      if (captured && capture_start_ns_ < 0) capture_start_ns_ = start;
+      run_step_program();
+      if (captured) {
+        windows.emplace_back(start, now_);
+        if (cfg_.step_ranges) {
+          add_host(EventKind::kRange, "ProfilerStep#" + std::to_string(number), start, now_, Role::kNone).step =
+              number;
+        }
+      }
+    }
+    return finish(windows);
+  }
+
+ private:
+  // ---- recording ------------------------------------------------------------------------------
+
+  Event& record(EventKind kind, std::string_view name, int64_t start, int64_t end, int64_t issued_at, Role role) {
+    Event& e = trace_.add(kind, name, start, end);
+    issued_at_.push_back(issued_at);
+    roles_.push_back(role);
+    return e;
+  }
+
+  Event& add_host(EventKind kind, std::string_view name, int64_t start, int64_t end, Role role) {
+    Event& e = record(kind, name, start, end, start, role);
+    e.thread = cfg_.host_thread;
+    return e;
+  }
+
+  Event& add_api(std::string_view name, int64_t start, int64_t end, Role role = Role::kNone) {
+    Event& e = add_host(EventKind::kApiCall, name, start, end, role);
+    e.detail = static_cast<uint8_t>(classify_api(name));
+    e.correlation = next_correlation_++;
+    return e;
+  }
+
+  Event& add_gpu(EventKind kind, std::string_view name, uint32_t stream, int64_t start, int64_t end,
+                 const Event& launcher, Role role) {
+    const int64_t launched_at = launcher.start_ns;
+    const uint64_t correlation = launcher.correlation;
+    Event& e = record(kind, name, start, end, launched_at, role);
+    e.device = cfg_.device;
+    e.stream = stream;
+    e.correlation = correlation;
+    if (kind == EventKind::kKernel) e.collective = classify_collective(name);
+    tail_[stream] = std::max(tail_[stream], end);
+    outstanding_.push(end);
+    return e;
+  }
+
+  // ---- the launch queue -----------------------------------------------------------------------
+
+  // When a call issued at `t` can enqueue: at once if fewer than `launch_queue_depth` records
+  // are still pending, else when enough of them have completed.
+  int64_t queue_slot_at(int64_t t) {
+    while (!outstanding_.empty() && outstanding_.top() <= t) outstanding_.pop();
+    while (outstanding_.size() >= cfg_.launch_queue_depth) {
+      t = std::max(t, outstanding_.top());
+      outstanding_.pop();
+      while (!outstanding_.empty() && outstanding_.top() <= t) outstanding_.pop();
+    }
+    return t;
+  }
+
+  int64_t tail(uint32_t stream) const {
+    auto it = tail_.find(stream);
+    return it == tail_.end() ? 0 : it->second;
+  }
+
+  // ---- host actions ---------------------------------------------------------------------------
+
+  void host(int64_t ns) { now_ += ns; }
+
+  // An enqueueing call (kernel launch, async memcpy/memset) and the GPU record it creates.
+  // Returns the record's end.
+  int64_t enqueue(std::string_view api, EventKind kind, std::string_view name, uint32_t stream, int64_t gpu_ns,
+                  int64_t dependency_ns, Role role, uint64_t bytes = 0) {
+    const int64_t call_start = now_;
+    const int64_t call_end = queue_slot_at(call_start) + cfg_.launch_call_ns;
+    const Event call = add_api(api, call_start, call_end);
+    const int64_t start = std::max({call_end, tail(stream), dependency_ns});
+    Event& r = add_gpu(kind, name, stream, start, start + gpu_ns, call, role);
+    r.bytes = bytes;
+    now_ = call_end;
+    return r.end_ns;
+  }
+
+  int64_t launch_compute(std::string_view name, int64_t dependency_ns = 0) {
+    host(cfg_.host_gap_ns);
+    const auto gpu_ns = static_cast<int64_t>(std::llround(double(cfg_.kernel_ns) * (0.5 + rng_.uniform())));
+    return enqueue("cudaLaunchKernel", EventKind::kKernel, name, cfg_.compute_stream, gpu_ns, dependency_ns,
+                   Role::kCompute);
+  }
+
+  void async_copy(CopyKind kind, MemoryKind src, MemoryKind dst, uint64_t bytes, double gb_per_s) {
+    host(cfg_.host_gap_ns);
+    enqueue("cudaMemcpyAsync", EventKind::kMemcpy, copy_record_name(kind, src, dst), cfg_.compute_stream,
+            transfer_ns(bytes, gb_per_s), 0, Role::kCopy, bytes);
+    Event& r = trace_.events.back();
+    r.detail = static_cast<uint8_t>(kind);
+    r.src_memory = src;
+    r.dst_memory = dst;
+  }
+
+  // A copy whose call returns only after the copy ran (synchronous memcpy, or async with pageable
+  // host memory): the copy waits for the stream to drain, then runs, then the call returns.
+  void blocking_copy(std::string_view api, CopyKind kind, MemoryKind src, MemoryKind dst, uint64_t bytes,
+                     double gb_per_s) {
+    host(cfg_.host_gap_ns);
+    const int64_t call_start = now_;
+    const int64_t issue = queue_slot_at(call_start) + cfg_.launch_call_ns;
+    const int64_t copy_start = std::max(issue, tail(cfg_.compute_stream));
+    const int64_t copy_end = copy_start + transfer_ns(bytes, gb_per_s);
+    const int64_t call_end = copy_end + cfg_.return_latency_ns;
+    Event& call = add_api(api, call_start, call_end, Role::kBlocking);
+    const Event launcher = call;
+    Event& r = add_gpu(EventKind::kMemcpy, copy_record_name(kind, src, dst), cfg_.compute_stream, copy_start,
+                       copy_end, launcher, Role::kCopy);
+    r.bytes = bytes;
+    r.detail = static_cast<uint8_t>(kind);
+    r.src_memory = src;
+    r.dst_memory = dst;
+    calls_.push_back({call_start, call_end, copy_start > issue});
+    now_ = call_end;
+  }
+
+  // cudaStreamSynchronize and its CUPTI synchronization record.
+  void stream_synchronize(uint32_t stream) {
+    host(2'000);
+    const int64_t call_start = now_;
+    const int64_t pending_until = tail(stream);
+    const int64_t call_end = std::max(call_start + 3'000, pending_until + cfg_.return_latency_ns);
+    const Event& call = add_api("cudaStreamSynchronize", call_start, call_end, Role::kBlocking);
+    const uint64_t correlation = call.correlation;
+    Event& sync = record(EventKind::kSync, "Stream Sync", call_start + 1'000, call_end - 1'000, call_start, Role::kNone);
+    sync.detail = static_cast<uint8_t>(SyncKind::kStream);
+    sync.device = cfg_.device;
+    sync.stream = stream;
+    sync.thread = cfg_.host_thread;
+    sync.correlation = correlation;
+    calls_.push_back({call_start, call_end, pending_until > call_start});
+    now_ = call_end;
+  }
+
+  // `.item()` / `.cpu()` on a scalar: a 4-byte device-to-host copy the host has to wait for.
+  // Alternates between the two forms PyTorch traces show: an async copy to pageable memory
+  // (which blocks by itself), and an async copy to pinned memory followed by a stream sync.
+  void item_sync(int index) {
+    if (index % 2 == 0) {
+      blocking_copy("cudaMemcpyAsync", CopyKind::kDtoH, MemoryKind::kDevice, MemoryKind::kPageable, 4,
+                    cfg_.pinned_gb_per_s);
+      stream_synchronize(cfg_.compute_stream);  // returns at once: the copy already drained the stream
+    } else {
+      async_copy(CopyKind::kDtoH, MemoryKind::kDevice, MemoryKind::kPinned, 4, cfg_.pinned_gb_per_s);
+      stream_synchronize(cfg_.compute_stream);
+    }
+    host(cfg_.post_sync_host_ns);
+  }
+
+  // A DDP gradient all-reduce: record an event on the compute stream, make the NCCL stream wait
+  // on it, launch the NCCL kernel. Returns the kernel's end.
+  int64_t allreduce(int64_t gpu_ns) {
+    host(cfg_.host_gap_ns);
+    const int64_t ready = tail(cfg_.compute_stream);
+    add_api("cudaEventRecord", now_, now_ + 3'000);
+    now_ += 3'000;
+    add_api("cudaStreamWaitEvent", now_, now_ + 3'000);
+    now_ += 3'000;
+    return enqueue(allreduce_launch_api(cfg_.nccl_naming), EventKind::kKernel, nccl_name_, cfg_.comm_stream, gpu_ns,
+                   ready, Role::kComm);
+  }
+
+  static std::string copy_record_name(CopyKind kind, MemoryKind src, MemoryKind dst) {
+    auto word = [](MemoryKind m) -> std::string_view {
+      switch (m) {
+        case MemoryKind::kPageable: return "Pageable";
+        case MemoryKind::kPinned: return "Pinned";
+        default: return "Device";
+      }
+    };
+    std::string name = "Memcpy ";
+    name += kind == CopyKind::kHtoD ? "HtoD" : kind == CopyKind::kDtoH ? "DtoH" : "DtoD";
+    name += " (";
+    name += word(src);
+    name += " -> ";
+    name += word(dst);
+    name += ")";
+    return name;
+  }
+
+  // ---- one training step ----------------------------------------------------------------------
+
+  void run_step_program() {
+    // The loop head: next(dataloader). Inside the ProfilerStep range, as in PyTorch.
+    if (cfg_.data_wait_ns > 0) {
+      add_host(EventKind::kRange, kDataLoaderRange, now_, now_ + cfg_.data_wait_ns, Role::kDataWait);
+      host(cfg_.data_wait_ns);
+    }
+    switch (cfg_.input_copy) {
+      case InputCopy::kPinnedAsync:
+        async_copy(CopyKind::kHtoD, MemoryKind::kPinned, MemoryKind::kDevice, cfg_.input_bytes, cfg_.pinned_gb_per_s);
+        break;
+      case InputCopy::kPageableAsync:
+        blocking_copy("cudaMemcpyAsync", CopyKind::kHtoD, MemoryKind::kPageable, MemoryKind::kDevice,
+                      cfg_.input_bytes, cfg_.pageable_gb_per_s);
+        break;
+      case InputCopy::kPageableSync:
+        blocking_copy("cudaMemcpy", CopyKind::kHtoD, MemoryKind::kPageable, MemoryKind::kDevice, cfg_.input_bytes,
+                      cfg_.pageable_gb_per_s);
+        break;
+    }
+    host(cfg_.post_copy_host_ns);
+
+    // `.item()` syncs sit after evenly spaced kernels of forward + backward.
+    const int body = cfg_.forward_kernels + cfg_.backward_kernels;
+    std::vector<int> sync_after;
+    for (int j = 0; j < cfg_.item_syncs; ++j) sync_after.push_back((j + 1) * body / (cfg_.item_syncs + 1));
+    int launched = 0;
+    int syncs_done = 0;
+    auto after_body_kernel = [&] {
+      ++launched;
+      while (syncs_done < static_cast<int>(sync_after.size()) && sync_after[static_cast<size_t>(syncs_done)] == launched) {
+        item_sync(syncs_done++);
+      }
+    };
+
+    for (int i = 0; i < cfg_.forward_kernels; ++i) {
+      launch_compute(kForwardKernels[static_cast<size_t>(i) % kForwardKernels.size()]);
+      after_body_kernel();
+    }
+
+    // Gradient buffers zeroed before backward.
+    host(cfg_.host_gap_ns);
+    enqueue("cudaMemsetAsync", EventKind::kMemset, "Memset (Device)", cfg_.compute_stream, 5'000, 0, Role::kCopy,
+            4ull << 20);
+    trace_.events.back().dst_memory = MemoryKind::kDevice;
+
+    // Bucket sizes: DDP's last bucket (the first layers' gradients) is the smallest.
+    std::vector<int64_t> bucket_ns;
+    if (cfg_.comm != CommMode::kNone) {
+      const int n = std::max(cfg_.buckets, 1);
+      const int64_t last = n == 1 ? cfg_.allreduce_ns : cfg_.allreduce_ns / (3 * n);
+      for (int b = 0; b + 1 < n; ++b) bucket_ns.push_back((cfg_.allreduce_ns - last) / (n - 1));
+      bucket_ns.push_back(last);
+    }
+    int64_t comm_done = 0;
+    size_t next_bucket = 0;
+    for (int i = 0; i < cfg_.backward_kernels; ++i) {
+      launch_compute(kBackwardKernels[static_cast<size_t>(i) % kBackwardKernels.size()]);
+      after_body_kernel();
+      if (cfg_.comm == CommMode::kOverlappedBuckets && next_bucket < bucket_ns.size()) {
+        // Bucket b is ready after (b+1)/n of backward.
+        const auto n = static_cast<int>(bucket_ns.size());
+        if (i + 1 == (static_cast<int>(next_bucket) + 1) * cfg_.backward_kernels / n) {
+          comm_done = allreduce(bucket_ns[next_bucket++]);
+        }
+      }
+    }
+    if (cfg_.comm == CommMode::kSerialized) {
+      for (int64_t ns : bucket_ns) comm_done = allreduce(ns);
+    }
+
+    // The optimizer needs the reduced gradients: the compute stream waits on the NCCL stream.
+    int64_t dependency = 0;
+    if (cfg_.comm != CommMode::kNone) {
+      host(cfg_.host_gap_ns);
+      add_api("cudaStreamWaitEvent", now_, now_ + 3'000);
+      now_ += 3'000;
+      dependency = comm_done;
+    }
+    const int64_t opt_start = now_;
+    for (int i = 0; i < cfg_.optimizer_kernels; ++i) launch_compute(kOptimizerKernel, i == 0 ? dependency : 0);
+    add_host(EventKind::kRange, kOptimizerRange, opt_start, now_, Role::kNone);
+    host(cfg_.host_gap_ns);  // prof.step() and the loop's bookkeeping
+  }
+
+  // ---- the capture and the truth --------------------------------------------------------------
+
+  SyntheticRun finish(const std::vector<std::pair<int64_t, int64_t>>& windows) {
+    SyntheticRun run;
+    run.config = cfg_;
+    run.trace.source = "synthetic:" + cfg_.scenario;
+    run.trace.format = "synthetic";
+    run.trace.rank = cfg_.rank;
+    run.trace.device_name = "NVIDIA H100 80GB HBM3 (synthetic)";
+    run.trace.names = std::move(trace_.names);
+
+    // The capture keeps what a profiler started at the first captured step sees: host activity
+    // from then on, and GPU records that were launched then or still ran then (work queued
+    // during warm-up, whose launch calls are not in the data).
+    GroundTruthTimeline& t = run.timeline;
+    const int64_t capture = capture_start_ns_;
+    for (size_t i = 0; i < trace_.events.size(); ++i) {
+      const Event& e = trace_.events[i];
+      const bool keep = issued_at_[i] >= capture || (e.is_gpu_record() && e.end_ns > capture);
+      if (!keep) continue;
+      run.trace.events.push_back(e);
+      const std::pair<int64_t, int64_t> span{e.start_ns, e.end_ns};
+      switch (roles_[i]) {
+        case Role::kCompute:
+          t.compute.push_back(span);
+          t.compute_kernel_starts.push_back(e.start_ns);
+          break;
+        case Role::kComm:
+          t.comm.push_back(span);
+          t.comm_kernel_starts.push_back(e.start_ns);
+          break;
+        case Role::kCopy: t.copy.push_back(span); break;
+        case Role::kDataWait: t.data_wait.push_back(span); break;
+        case Role::kBlocking:
+          t.blocking.push_back(span);
+          t.blocking_call_starts.push_back(e.start_ns);
+          break;
+        case Role::kNone: break;
+      }
+    }
+    t.compute = merge_spans(std::move(t.compute));
+    t.comm = merge_spans(std::move(t.comm));
+    t.copy = merge_spans(std::move(t.copy));
+    t.busy = unite_spans(unite_spans(t.compute, t.comm), t.copy);
+    t.data_wait = merge_spans(std::move(t.data_wait));
+    t.blocking = merge_spans(std::move(t.blocking));
+    std::sort(t.compute_kernel_starts.begin(), t.compute_kernel_starts.end());
+    std::sort(t.comm_kernel_starts.begin(), t.comm_kernel_starts.end());
+    std::sort(t.blocking_call_starts.begin(), t.blocking_call_starts.end());
+
+    // A blocking call that waited on queued work leaves the GPU with an empty queue: the idle gap
+    // in progress when it returns lasts until the host has issued new work and it started.
+    Spans fault;
+    for (const BlockingCall& c : calls_) {
+      if (!c.drained || c.start_ns < capture) continue;
+      auto it = std::upper_bound(t.busy.begin(), t.busy.end(), c.end_ns,
+                                 [](int64_t v, const auto& s) { return v < s.first; });
+      const int64_t gap_start = it == t.busy.begin() ? c.start_ns : std::prev(it)->second;
+      const int64_t gap_end = it == t.busy.end() ? now_ : it->first;
+      if (gap_start <= c.end_ns && gap_end > c.end_ns && gap_start >= c.start_ns) fault.emplace_back(gap_start, gap_end);
+    }
+    t.fault_idle = merge_spans(std::move(fault));
+
+    for (size_t k = 0; k < windows.size(); ++k) {
+      run.truth.push_back(run.truth_for_window(windows[k].first, windows[k].second,
+                                               cfg_.first_step + static_cast<int64_t>(k)));
+    }
+    return run;
+  }
+
+  const WorkloadConfig& cfg_;
+  Rng rng_;
+  Trace trace_;
+  std::vector<int64_t> issued_at_;  // per event: when its host action happened (launch call start for GPU records)
+  std::vector<Role> roles_;
+  std::vector<BlockingCall> calls_;
+  std::unordered_map<uint32_t, int64_t> tail_;  // stream -> end of its last queued record
+  std::priority_queue<int64_t, std::vector<int64_t>, std::greater<>> outstanding_;  // ends of pending records
+  int64_t now_ = 0;
+  int64_t capture_start_ns_ = -1;
+  uint64_t next_correlation_ = 1000;
+  std::string nccl_name_ = allreduce_kernel_name(cfg_.nccl_naming);
+};
+
+int count_in(const std::vector<int64_t>& sorted, int64_t lo, int64_t hi) {
+  return static_cast<int>(std::lower_bound(sorted.begin(), sorted.end(), hi) -
+                          std::lower_bound(sorted.begin(), sorted.end(), lo));
+}
+
+}  // namespace
+
+StepTruth SyntheticRun::truth_for_window(int64_t start_ns, int64_t end_ns, int64_t step) const {
+  const GroundTruthTimeline& t = timeline;
+  StepTruth s;
+  s.step = step;
+  s.start_ns = start_ns;
+  s.end_ns = end_ns;
+  const Spans c = clip_spans(t.compute, start_ns, end_ns);
+  const Spans n = clip_spans(t.comm, start_ns, end_ns);
+  const Spans m = clip_spans(t.copy, start_ns, end_ns);
+  const Spans busy = clip_spans(t.busy, start_ns, end_ns);
+  const Spans idle = gaps_within(t.busy, start_ns, end_ns);
+  s.compute_ns = total_length(c);
+  s.comm_ns = total_length(n);
+  s.exposed_comm_ns = total_length(subtract_spans(n, c));
+  s.copy_ns = total_length(m);
+  s.copy_only_ns = total_length(subtract_spans(m, unite_spans(c, n)));
+  s.busy_ns = total_length(busy);
+  s.idle_ns = total_length(idle);
+  const Spans fault = clip_spans(t.fault_idle, start_ns, end_ns);
+  const Spans wait = clip_spans(t.data_wait, start_ns, end_ns);
+  s.data_wait_ns = total_length(wait);
+  // A drained queue explains its whole gap; only the rest of the idle time can be the data wait's.
+  s.input_idle_ns = total_length(subtract_spans(intersect_spans(wait, idle), fault));
+  s.sync_idle_ns = total_length(fault);
+  s.blocked_idle_ns = total_length(intersect_spans(clip_spans(t.blocking, start_ns, end_ns), idle));
+  const int compute = count_in(t.compute_kernel_starts, start_ns, end_ns);
+  s.comm_kernels = count_in(t.comm_kernel_starts, start_ns, end_ns);
+  s.kernels = compute + s.comm_kernels;
+  s.blocking_calls = count_in(t.blocking_call_starts, start_ns, end_ns);
+  return s;
+}
+
+SyntheticRun generate(const WorkloadConfig& config) { return Model(config).run(); }
+
+// ---------------------------------------------------------------------------------------------
+// Scenarios
+
+namespace {
+
+struct ScenarioEntry {
+  std::string_view name;
+  std::string_view description;
+  void (*apply)(WorkloadConfig& c, double magnitude);
+};
+
+int64_t scaled(int64_t ns, double magnitude) { return static_cast<int64_t>(std::llround(double(ns) * magnitude)); }
+
+// The base workload (every scenario starts from it): a bf16 transformer step, 48 forward, 96
+// backward and 16 optimizer kernels of ~200 µs (~32 ms of GPU time), ~20 µs of host time per
+// launch, a 0.2 ms DataLoader wait, a pinned 16 MiB input copy. GPU-bound: the host runs ahead
+// by a full launch queue and the GPU never idles.
+const std::array<ScenarioEntry, 6> kScenarios = {{
+    {"gpu_bound", "healthy: GPU-bound loop, host a full launch queue ahead; no finding expected",
+     [](WorkloadConfig&, double) {}},
+    {"ddp_overlap",
+     "healthy: DDP, 4 all-reduce buckets (6 ms) overlapped with backward; only the small last bucket "
+     "(0.5 ms) is exposed; no finding expected",
+     [](WorkloadConfig& c, double) {
+       c.comm = CommMode::kOverlappedBuckets;
+       c.buckets = 4;
+       c.allreduce_ns = 6'000'000;
+       c.nccl_naming = NcclNaming::kDevKernel;
+     }},
+    {"slow_dataloader",
+     "input_starvation: 30 ms x magnitude DataLoader wait per step, ~13 ms of GPU work (80 µs kernels), "
+     "host-bound; DDP overlapped all-reduce (legacy NCCL names)",
+     [](WorkloadConfig& c, double m) {
+       c.data_wait_ns = scaled(30'000'000, m);
+       c.kernel_ns = 80'000;
+       c.comm = CommMode::kOverlappedBuckets;
+       c.buckets = 4;
+       c.allreduce_ns = 4'000'000;
+       c.nccl_naming = NcclNaming::kLegacy;
+     }},
+    {"item_sync",
+     "hidden_sync: 3 .item() syncs per step (pageable DtoH copy / pinned copy + cudaStreamSynchronize) that "
+     "drain the queue, each followed by 1.5 ms x magnitude of host logging before the next launch",
+     [](WorkloadConfig& c, double m) {
+       c.item_syncs = 3;
+       c.post_sync_host_ns = scaled(1'500'000, m);
+     }},
+    {"pageable_copy",
+     "hidden_sync: the 64 MiB x magnitude input batch copied from pageable memory (cudaMemcpyAsync blocks until "
+     "the stream drained and the copy ran, ~11 ms at 6 GB/s), then 4 ms x magnitude of host batch preparation",
+     [](WorkloadConfig& c, double m) {
+       c.input_copy = InputCopy::kPageableAsync;
+       c.input_bytes = static_cast<uint64_t>(std::llround(double(64ull << 20) * m));
+       c.post_copy_host_ns = scaled(4'000'000, m);
+     }},
+    {"serialized_allreduce",
+     "exposed_collective: 8 ms x magnitude of all-reduce (4 buckets) launched after backward's last kernel, "
+     "the optimizer waiting on it: fully exposed (mangled ncclDevKernel names)",
+     [](WorkloadConfig& c, double m) {
+       c.comm = CommMode::kSerialized;
+       c.buckets = 4;
+       c.allreduce_ns = scaled(8'000'000, m);
+       c.nccl_naming = NcclNaming::kDevKernelMangled;
+     }},
+}};
+
+constexpr std::string_view kNoMarksSuffix = "+no_marks";
+
+}  // namespace
+
+const std::vector<std::string>& scenario_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> v;
+    for (const ScenarioEntry& s : kScenarios) v.emplace_back(s.name);
+    v.emplace_back("no_marks");
+    return v;
+  }();
+  return names;
+}
+
+std::string_view scenario_description(std::string_view name) {
+  if (name == "no_marks") return "no_step_marks: gpu_bound without ProfilerStep ranges";
+  for (const ScenarioEntry& s : kScenarios) {
+    if (s.name == name) return s.description;
+  }
+  return {};
+}
+
+WorkloadConfig scenario_config(std::string_view name, const ScenarioOptions& options) {
+  WorkloadConfig c;
+  c.steps = options.steps;
+  c.seed = options.seed;
+  c.first_step = options.first_step;
+  c.rank = options.rank;
+  c.scenario = std::string(name);
+
+  std::string_view base = name;
+  if (base == "no_marks") {
+    base = "gpu_bound";
+    c.step_ranges = false;
+  } else if (base.size() > kNoMarksSuffix.size() && base.ends_with(kNoMarksSuffix)) {
+    base.remove_suffix(kNoMarksSuffix.size());
+    c.step_ranges = false;
+  }
+  for (const ScenarioEntry& s : kScenarios) {
+    if (s.name == base) {
+      s.apply(c, options.magnitude);
+      return c;
+    }
+  }
+  throw std::invalid_argument("unknown scenario '" + std::string(name) + "'");
+}
+
+SyntheticRun make_scenario(std::string_view name, const ScenarioOptions& options) {
+  return generate(scenario_config(name, options));
+}
+
+}  // namespace stepwatch::synthetic
