@@ -192,7 +192,7 @@ class Model {
                   int64_t dependency_ns, Role role, uint64_t bytes = 0) {
     const int64_t call_start = now_;
     const int64_t call_end = queue_slot_at(call_start) + cfg_.launch_call_ns;
-    const Event call = add_api(api, call_start, call_end);
+    const Event call = add_api(api, call_start, call_end);  // a copy: add_gpu may reallocate
     const int64_t start = std::max({call_end, tail(stream), dependency_ns});
     Event& r = add_gpu(kind, name, stream, start, start + gpu_ns, call, role);
     r.bytes = bytes;
@@ -227,10 +227,9 @@ class Model {
     const int64_t copy_start = std::max(issue, tail(cfg_.compute_stream));
     const int64_t copy_end = copy_start + transfer_ns(bytes, gb_per_s);
     const int64_t call_end = copy_end + cfg_.return_latency_ns;
-    Event& call = add_api(api, call_start, call_end, Role::kBlocking);
-    const Event launcher = call;
+    const Event call = add_api(api, call_start, call_end, Role::kBlocking);  // a copy: add_gpu may reallocate
     Event& r = add_gpu(EventKind::kMemcpy, copy_record_name(kind, src, dst), cfg_.compute_stream, copy_start,
-                       copy_end, launcher, Role::kCopy);
+                       copy_end, call, Role::kCopy);
     r.bytes = bytes;
     r.detail = static_cast<uint8_t>(kind);
     r.src_memory = src;
@@ -245,8 +244,7 @@ class Model {
     const int64_t call_start = now_;
     const int64_t pending_until = tail(stream);
     const int64_t call_end = std::max(call_start + 3'000, pending_until + cfg_.return_latency_ns);
-    const Event& call = add_api("cudaStreamSynchronize", call_start, call_end, Role::kBlocking);
-    const uint64_t correlation = call.correlation;
+    const uint64_t correlation = add_api("cudaStreamSynchronize", call_start, call_end, Role::kBlocking).correlation;
     Event& sync = record(EventKind::kSync, "Stream Sync", call_start + 1'000, call_end - 1'000, call_start, Role::kNone);
     sync.detail = static_cast<uint8_t>(SyncKind::kStream);
     sync.device = cfg_.device;

@@ -37,6 +37,12 @@ TEST(ClassifyApi, RuntimeDriverAndHipNames) {
   EXPECT_EQ(classify_api("cudaEventQuery"), ApiClass::kQuery);
   EXPECT_EQ(classify_api("cudaGetDevice"), ApiClass::kOther);
   EXPECT_EQ(classify_api("aten::mm"), ApiClass::kOther);
+  EXPECT_EQ(classify_api("hipHostFree"), ApiClass::kFree);
+  EXPECT_EQ(classify_api("hipHostMalloc"), ApiClass::kMalloc);
+  // Libraries whose names start like the CUDA families are not CUDA API calls.
+  EXPECT_EQ(classify_api("cudnnLaunchSomething"), ApiClass::kOther);
+  EXPECT_EQ(classify_api("cublasSgemm_v2"), ApiClass::kOther);
+  EXPECT_EQ(classify_api("cufftExecC2C"), ApiClass::kOther);
 }
 
 TEST(ClassifyCollective, NcclKernelNamesOldNewMangled) {
@@ -52,6 +58,7 @@ TEST(ClassifyCollective, NcclKernelNamesOldNewMangled) {
   EXPECT_EQ(classify_collective("ncclDevKernel_Broadcast_RING_LL"), CollectiveType::kBroadcast);
   EXPECT_EQ(classify_collective("ncclDevKernel_Reduce_Sum_f32_RING_LL"), CollectiveType::kReduce);
   EXPECT_EQ(classify_collective("ncclDevKernel_Generic"), CollectiveType::kOther);
+  EXPECT_EQ(classify_collective("nccl:all_reduce"), CollectiveType::kAllReduce);
   EXPECT_EQ(classify_collective("volta_sgemm_64x64_tn"), CollectiveType::kNone);
   EXPECT_EQ(classify_collective("void at::native::vectorized_elementwise_kernel<4>"), CollectiveType::kNone);
 }

@@ -47,8 +47,6 @@ using EventKey = std::tuple<int, int64_t, int64_t, std::string, uint64_t, uint64
                             int, int, int>;
 
 EventKey key_of(const Trace& t, const Event& e) {
-  int64_t dummy_step = 0;
-  (void)dummy_step;
   const bool memset = e.kind == EventKind::kMemset;
   const uint32_t thread = (e.kind == EventKind::kSync || e.kind == EventKind::kOverhead) ? 0u : e.thread;
   return {static_cast<int>(e.kind),

@@ -28,26 +28,24 @@ std::string_view strip_version(std::string_view name) {
 
 ApiClass classify_api(std::string_view raw) {
   std::string_view name = strip_version(raw);
-  // Strip API family prefixes so one table serves runtime, driver and HIP names.
+  // Strip API family prefixes so one table serves runtime, driver and HIP names. A family prefix
+  // is followed by an upper-case letter: cudnn*, cublas*, cufft* are libraries, not CUDA calls.
   std::string_view base;
-  if (starts_with(name, "__cuda")) {
-    base = name.substr(6);  // __cudaLaunchKernel (nvcc 13 <<<>>> path)
-  } else if (starts_with(name, "cuda")) {
-    base = name.substr(4);
-  } else if (starts_with(name, "hip")) {
-    base = name.substr(3);
-  } else if (starts_with(name, "cu")) {
-    base = name.substr(2);
-  } else {
-    return ApiClass::kOther;
+  for (std::string_view prefix : {"__cuda", "cuda", "hip", "cu"}) {
+    if (starts_with(name, prefix) && name.size() > prefix.size() && name[prefix.size()] >= 'A' &&
+        name[prefix.size()] <= 'Z') {
+      base = name.substr(prefix.size());
+      break;
+    }
   }
+  if (base.empty()) return ApiClass::kOther;
 
   if (contains(base, "Launch")) {
     // LaunchKernel, LaunchKernelEx(C), LaunchCooperativeKernel, GraphLaunch, ModuleLaunchKernel,
     // ExtLaunchKernel, LaunchHostFunc (enqueues a host callback onto a stream).
     return ApiClass::kLaunch;
   }
-  static constexpr std::array<std::pair<std::string_view, ApiClass>, 11> exact = {{
+  static constexpr std::array<std::pair<std::string_view, ApiClass>, 12> exact = {{
       {"StreamSynchronize", ApiClass::kStreamSync},
       {"DeviceSynchronize", ApiClass::kDeviceSync},
       {"CtxSynchronize", ApiClass::kDeviceSync},
@@ -59,6 +57,7 @@ ApiClass classify_api(std::string_view raw) {
       {"Free", ApiClass::kFree},
       {"MemFree", ApiClass::kFree},
       {"FreeHost", ApiClass::kFree},
+      {"HostFree", ApiClass::kFree},
   }};
   for (const auto& [n, cls] : exact) {
     if (base == n) return cls;
@@ -72,7 +71,7 @@ ApiClass classify_api(std::string_view raw) {
     return contains(base, "Async") ? ApiClass::kMemsetAsync : ApiClass::kMemsetSync;
   }
   if (starts_with(base, "FreeAsync") || starts_with(base, "MemFreeAsync")) return ApiClass::kOther;
-  if (starts_with(base, "Malloc") || starts_with(base, "MemAlloc") || base == "HostAlloc") {
+  if (starts_with(base, "Malloc") || starts_with(base, "MemAlloc") || base == "HostAlloc" || base == "HostMalloc") {
     return contains(base, "Async") ? ApiClass::kOther : ApiClass::kMalloc;
   }
   if (base == "FreeArray" || base == "FreeMipmappedArray") return ApiClass::kFree;
@@ -99,6 +98,7 @@ CollectiveType classify_collective(std::string_view kernel) {
     if (!starts_with(kernel, "nccl")) return CollectiveType::kNone;
     plen = 4;
     at = 0;
+    while (at + plen < kernel.size() && (kernel[at + plen] == ':' || kernel[at + plen] == '_')) ++plen;
   }
   std::string_view op = kernel.substr(at + plen);
   static constexpr std::array<std::pair<std::string_view, CollectiveType>, 12> ops = {{

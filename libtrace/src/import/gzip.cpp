@@ -101,11 +101,9 @@ std::string gunzip(std::string_view in, const std::string& source) {
   Decompressor decompressor(libdeflate_alloc_decompressor(), &libdeflate_free_decompressor);
   if (!decompressor) throw ImportError(source, "out of memory allocating a decompressor");
 
-  size_t capacity = initial_output_bytes(in);
-  std::string out;
-  for (;;) {
+  for (size_t capacity = initial_output_bytes(in);; capacity = std::min(capacity * 2, max_output_bytes(in))) {
     // The padding is allocated now so that the parser never has to copy the text.
-    out.resize(capacity + kParsePaddingBytes);
+    std::string out(capacity + kParsePaddingBytes, '\0');
     size_t in_used = 0;
     size_t out_size = 0;
     const libdeflate_result rc = libdeflate_gzip_decompress_ex(decompressor.get(), in.data(), in.size(), out.data(),
@@ -117,7 +115,6 @@ std::string gunzip(std::string_view in, const std::string& source) {
     }
     if (rc != LIBDEFLATE_INSUFFICIENT_SPACE) throw ImportError(source, "corrupt or truncated gzip data");
     if (capacity >= max_output_bytes(in)) throw ImportError(source, "corrupt gzip data (implausible expansion)");
-    capacity = std::min(capacity * 2, max_output_bytes(in));
   }
 }
 

@@ -30,8 +30,8 @@ static_assert(import_detail::kParsePaddingBytes >= simdjson::SIMDJSON_PADDING,
 
 // simdjson reports errors by code; every reader below passes them up to one place that knows the
 // source name and the offset, and turns them into ImportError.
-#define SW_JSON_TRY(expr)                                       \
-  do {                                                          \
+#define SW_JSON_TRY(expr)                                                              \
+  do {                                                                                 \
     if (const error_code sw_err_ = (expr); sw_err_ != simdjson::SUCCESS) return sw_err_; \
   } while (0)
 
@@ -67,7 +67,7 @@ std::optional<double> parse_double(std::string_view text) {
   return v;
 }
 
-// Integers, hex ("0x7f", HIP pointers and streams) and integral floats ("3.0").
+// Integers, hex ("0x7f": HIP streams and pointers) and floats, rounded ("3.0" is 3).
 std::optional<int64_t> parse_integer(std::string_view text) {
   text = trim(text);
   if (text.empty()) return std::nullopt;
@@ -85,47 +85,64 @@ std::optional<int64_t> parse_integer(std::string_view text) {
 
 std::optional<int64_t> to_int(const Scalar& s) { return parse_integer(s.text); }
 
-// Kineto times are microseconds with up to three decimals (ns). Parsing the decimal text keeps
-// them exact: ts * 1000 in a double is not, once epoch microseconds (~1.7e15) are scaled past 2^53.
-// Digits beyond the ns round half away from zero, like llround(ts * 1000).
-std::optional<int64_t> parse_decimal_us_as_ns(std::string_view text) {
+// The integer part of "123.456" (µs), advancing `i`; nullopt without digits or past the int64 ns
+// range.
+std::optional<int64_t> read_whole_us(std::string_view text, size_t& i) {
   constexpr int64_t kMaxWholeUs = (std::numeric_limits<int64_t>::max() - 1000) / 1000;
-  size_t i = 0;
-  const bool negative = !text.empty() && text[0] == '-';
-  if (negative) ++i;
-  int64_t whole_us = 0;
   const size_t first_digit = i;
+  int64_t whole_us = 0;
   for (; i < text.size() && is_digit(text[i]); ++i) {
     const int digit = text[i] - '0';
     if (whole_us > (kMaxWholeUs - digit) / 10) return std::nullopt;
     whole_us = whole_us * 10 + digit;
   }
   if (i == first_digit) return std::nullopt;
+  return whole_us;
+}
+
+// The decimals after the point (at `i`) in ns: three digits, the fourth rounds half away from
+// zero like llround(ts * 1000), the rest cannot change the result. nullopt without digits.
+std::optional<int64_t> read_fraction_ns(std::string_view text, size_t& i) {
+  const size_t first_digit = i;
+  int64_t frac_ns = 0;
+  int64_t digit_ns = 100;
+  for (; i < text.size() && is_digit(text[i]); ++i) {
+    const int digit = text[i] - '0';
+    if (digit_ns > 0) {
+      frac_ns += digit * digit_ns;
+      digit_ns /= 10;
+    } else if (i - first_digit == 3 && digit >= 5) {
+      frac_ns += 1;
+    }
+  }
+  if (i == first_digit) return std::nullopt;
+  return frac_ns;
+}
+
+// Kineto times are microseconds with up to three decimals (ns). Parsing the decimal text keeps
+// them exact: ts * 1000 in a double is not, once epoch microseconds (~1.7e15) are scaled past 2^53
+// (hta-ns_resolution has 19 significant digits). Exponents and junk give nullopt.
+std::optional<int64_t> parse_decimal_us_as_ns(std::string_view text) {
+  size_t i = 0;
+  const bool negative = !text.empty() && text[0] == '-';
+  if (negative) ++i;
+  const std::optional<int64_t> whole_us = read_whole_us(text, i);
+  if (!whole_us) return std::nullopt;
   int64_t frac_ns = 0;
   if (i < text.size() && text[i] == '.') {
-    ++i;
-    const size_t first_frac = i;
-    int64_t scale_ns = 100;
-    for (; i < text.size() && is_digit(text[i]); ++i) {
-      const int digit = text[i] - '0';
-      if (scale_ns > 0) {
-        frac_ns += digit * scale_ns;
-        scale_ns /= 10;
-      } else if (i - first_frac == 3 && digit >= 5) {
-        frac_ns += 1;
-      }
-    }
-    if (i == first_frac) return std::nullopt;
+    const std::optional<int64_t> frac = read_fraction_ns(text, ++i);
+    if (!frac) return std::nullopt;
+    frac_ns = *frac;
   }
-  if (i != text.size()) return std::nullopt;  // exponent or junk: the caller falls back to a double
-  const int64_t ns = whole_us * 1000 + frac_ns;
+  if (i != text.size()) return std::nullopt;
+  const int64_t ns = *whole_us * 1000 + frac_ns;
   return negative ? -ns : ns;
 }
 
 std::optional<int64_t> to_time_ns(const Scalar& s) {
   const std::string_view text = trim(s.text);
   if (text.empty()) return std::nullopt;
-  if (auto ns = parse_decimal_us_as_ns(text)) return ns;
+  if (const std::optional<int64_t> ns = parse_decimal_us_as_ns(text)) return ns;
   const std::optional<double> us = parse_double(text);
   return us ? round_to_int64(*us * 1000.0) : std::nullopt;
 }
@@ -169,7 +186,8 @@ std::optional<int64_t> trailing_integer(std::string_view text) {
 // What a record becomes. Kineto's `cat`, matched case-insensitively with the 2021-era names.
 enum class Category : uint8_t {
   kUnknown,  // no `cat` seen yet
-  kIgnored,  // flows, python_function, instants' categories, "Trace", anything new
+  kIgnored,  // flows, "Trace", anything new, and python_function: the most numerous records of
+             // newer traces, and no detector looks at Python frames
   kRange,
   kGpuRange,
   kKernel,
@@ -342,7 +360,7 @@ void add_record(Trace& trace, const KinetoRecord& r) {
   const std::optional<int64_t> start_ns = to_time_ns(r.ts);
   if (!start_ns) return;
   const int64_t dur_ns = std::max<int64_t>(0, to_time_ns(r.dur).value_or(0));
-  if (dur_ns > std::numeric_limits<int64_t>::max() - *start_ns) return;
+  if (*start_ns > std::numeric_limits<int64_t>::max() - dur_ns) return;
   Event& e = trace.add(event_kind_of(r.category), r.name, *start_ns, *start_ns + dur_ns);
   fill_event(e, r);
 }
