@@ -69,7 +69,9 @@ TEST(CorpusAnalysis, NsResolutionHealthyStepsStaySilent) {
                                                  << f.message;
   }
   for (const StepView& v : r.steps) {
-    if (v.step >= 102) EXPECT_GT(v.duty_cycle(), 0.98) << "step " << v.step;
+    if (v.step >= 102) {
+      EXPECT_GT(v.duty_cycle(), 0.98) << "step " << v.step;
+    }
   }
 }
 

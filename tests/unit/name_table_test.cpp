@@ -25,3 +25,56 @@ TEST(NameTable, BoundedWithCountedOverflow) {
 
 }  // namespace
 }  // namespace stepwatch
+
+#include <thread>
+#include <vector>
+
+namespace stepwatch {
+namespace {
+
+TEST(NameTable, ConcurrentInternAndViewAgree) {
+  NameTable t;
+  std::vector<std::thread> threads;
+  std::vector<std::vector<NameId>> ids(4);
+  for (int w = 0; w < 4; ++w) {
+    threads.emplace_back([&, w] {
+      for (int i = 0; i < 2000; ++i) {
+        const std::string name = "kernel_" + std::to_string(i % 500);
+        const NameId id = t.intern(name);
+        ids[w].push_back(id);
+        ASSERT_EQ(t.view(id), name);  // readable at once by the interning thread
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (int w = 1; w < 4; ++w) EXPECT_EQ(ids[w], ids[0]);  // same names, same ids
+  EXPECT_EQ(t.size(), 2u + 500u);
+}
+
+TEST(NameTable, MovesKeepTheNames) {
+  NameTable a;
+  const NameId id = a.intern("gemm");
+  NameTable b = std::move(a);
+  EXPECT_EQ(b.view(id), "gemm");
+}
+
+}  // namespace
+}  // namespace stepwatch
+
+namespace stepwatch {
+namespace {
+
+TEST(NameTable, CopiesKeepIds) {
+  NameTable a;
+  const NameId x = a.intern("x");
+  const NameId y = a.intern("y");
+  NameTable b = a;
+  EXPECT_EQ(b.view(x), "x");
+  EXPECT_EQ(b.intern("y"), y);
+  EXPECT_EQ(b.size(), a.size());
+  b.intern("z");
+  EXPECT_EQ(a.size() + 1, b.size());
+}
+
+}  // namespace
+}  // namespace stepwatch

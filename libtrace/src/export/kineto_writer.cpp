@@ -420,6 +420,10 @@ void write_kineto_json(const Trace& trace, std::ostream& out) {
       case EventKind::kRange:
         if (e.has_flag(event_flags::kOnDevice)) {
           w.begin("gpu_user_annotation", recorded, device, e.stream, e.start_ns, dur);
+        } else if (e.step >= 0) {
+          // A numbered step range (the C API's explicit steps are named "step"): keep the number
+          // in the name so that the step reads back with it.
+          w.begin("user_annotation", step_mark_name(e, recorded), pid, e.thread, e.start_ns, dur);
         } else {
           w.begin("user_annotation", recorded, pid, e.thread, e.start_ns, dur);
         }
@@ -427,6 +431,8 @@ void write_kineto_json(const Trace& trace, std::ostream& out) {
         break;
       case EventKind::kStepMark:
         break;  // written below, as spans
+      case EventKind::kAllocation:
+        break;  // Kineto has no record for driver-level allocations; the exit summary counts them
       case EventKind::kOverhead:
         w.begin("overhead", recorded.empty() ? std::string_view("Activity Buffer Request") : recorded, -1, 0,
                 e.start_ns, dur);
@@ -434,7 +440,12 @@ void write_kineto_json(const Trace& trace, std::ostream& out) {
         break;
     }
   }
-  for (const MarkSpan& span : spans_of_step_marks(trace, max_ns)) {
+  // Explicit step ranges, when present, already delimit the steps (they take priority over
+  // marks when the trace is analyzed): the marks would only duplicate them.
+  const bool has_explicit_ranges = std::any_of(trace.events.begin(), trace.events.end(), [](const Event& e) {
+    return e.kind == EventKind::kRange && e.has_flag(event_flags::kExplicitStep);
+  });
+  for (const MarkSpan& span : has_explicit_ranges ? std::vector<MarkSpan>{} : spans_of_step_marks(trace, max_ns)) {
     const Event& m = *span.mark;
     w.begin("user_annotation", step_mark_name(m, trace.names.view(m.name)), pid, m.thread != 0 ? m.thread : pid,
             m.start_ns, span.end_ns - m.start_ns);

@@ -23,6 +23,7 @@ enum class EventKind : uint8_t {
   kRange,      // a host range (NVTX, profiler annotation, C API phase); GPU-side when kOnDevice
   kStepMark,   // explicit step boundary from the C API (start_ns = mark time, step = number)
   kOverhead,   // the tracer's own overhead interval (CUPTI buffer requests, ...)
+  kAllocation, // a device memory allocation (detail 1) or release (detail 2) at start_ns; bytes
 };
 
 enum class CopyKind : uint8_t { kUnknown, kHtoD, kDtoH, kDtoD, kHtoH, kPtoP };

@@ -1,0 +1,84 @@
+// The CUPTI function table: every cupti* function the adapter calls, resolved with dlsym from a
+// dlopen'ed libcupti (production), or from the test fake (tests/live/fake_cupti). libcupti is never
+// linked, so libstepwatch.so loads — and stands down with one clear line — where CUPTI is missing.
+//
+// Only libtrace/src/cupti/ includes this header (it pulls in cupti.h); code outside the folder
+// uses the CUPTI-free declarations in cupti_adapter.h.
+#pragma once
+
+#include <cupti.h>
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace stepwatch::live {
+
+// Members are named after the CUPTI functions they point to, so that `SW_CUPTI_CALL(api,
+// cuptiActivityEnable(kind))` reads (and logs) like the real call.
+struct CuptiApi {
+  // Callback API.
+  decltype(&::cuptiSubscribe_v2) cuptiSubscribe_v2 = nullptr;
+  decltype(&::cuptiUnsubscribe) cuptiUnsubscribe = nullptr;
+  decltype(&::cuptiEnableCallback) cuptiEnableCallback = nullptr;
+  decltype(&::cuptiEnableDomain) cuptiEnableDomain = nullptr;
+  decltype(&::cuptiGetCallbackName) cuptiGetCallbackName = nullptr;
+  // Activity API (process-global in CUPTI 13.0: no subscriber handle).
+  decltype(&::cuptiActivityEnable) cuptiActivityEnable = nullptr;
+  decltype(&::cuptiActivityDisable) cuptiActivityDisable = nullptr;
+  decltype(&::cuptiActivityRegisterCallbacks) cuptiActivityRegisterCallbacks = nullptr;
+  decltype(&::cuptiActivitySetAttribute) cuptiActivitySetAttribute = nullptr;
+  decltype(&::cuptiActivityFlushAll) cuptiActivityFlushAll = nullptr;
+  decltype(&::cuptiActivityGetNextRecord) cuptiActivityGetNextRecord = nullptr;
+  decltype(&::cuptiActivityGetNumDroppedRecords) cuptiActivityGetNumDroppedRecords = nullptr;
+  decltype(&::cuptiActivityEnableAllSyncRecords) cuptiActivityEnableAllSyncRecords = nullptr;
+  // Misc.
+  decltype(&::cuptiGetResultString) cuptiGetResultString = nullptr;
+  decltype(&::cuptiGetVersion) cuptiGetVersion = nullptr;
+  decltype(&::cuptiGetTimestamp) cuptiGetTimestamp = nullptr;
+  decltype(&::cuptiFinalize) cuptiFinalize = nullptr;
+
+  // NOTE: never dlclose'd — CUPTI's threads may run our callbacks until the process exits.
+  void* library_handle = nullptr;
+  std::string library_path;  // the candidate that loaded
+
+  // True when every function above is resolved (the adapter calls them without null checks).
+  bool complete() const noexcept;
+};
+
+// The candidates tried, in order: `explicit_path` when not empty (STEPWATCH_CUPTI_PATH, read by
+// the session's Config — never here), "libcupti.so.13" (the loader's search path),
+// STEPWATCH_DEFAULT_CUPTI_DIR "/libcupti.so.13" (the toolkit we were built against), then
+// /usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13.
+//
+// Returns true when one candidate loaded and resolved every function. `error` receives one human
+// line per failed candidate ("…: cannot open: …; …"); on success it is non-empty only when an
+// explicit path failed and a fallback was used (the session logs it as a warning).
+bool load_cupti_api(std::string_view explicit_path, CuptiApi& api, std::string& error) noexcept;
+
+// Resolves the table from an already dlopen'ed handle. `error` names the missing symbols.
+bool resolve_cupti_api(void* handle, CuptiApi& api, std::string& error) noexcept;
+
+// "CUPTI_ERROR_NOT_INITIALIZED (15)"; safe with a partially filled table.
+std::string cupti_result_text(const CuptiApi& api, CUptiResult result) noexcept;
+
+// Where the adapter's warnings go (see set_cupti_log in cupti_adapter.h).
+void cupti_log(std::string_view line) noexcept;
+
+// The body of SW_CUPTI_CALL: on failure logs call text, file, line and the result string through
+// cupti_log, rate-limited per call site (the first few failures, then every 1000th with a count).
+CUptiResult cupti_check(const CuptiApi& api, CUptiResult result, const char* call_text, const char* file,
+                        int line, std::atomic<uint32_t>& site_failures) noexcept;
+
+}  // namespace stepwatch::live
+
+// The one error macro: calls `api.call`, logs a failure (rate-limited per call site), returns the
+// CUptiResult. Never throws. Use it for every control call whose failure is not an expected
+// outcome handled right there (subscribe's MULTIPLE_SUBSCRIBERS, GetNextRecord's end of buffer).
+#define SW_CUPTI_CALL(api, call)                                                                \
+  ([&]() noexcept -> CUptiResult {                                                              \
+    static std::atomic<uint32_t> sw_site_failures{0};                                           \
+    return ::stepwatch::live::cupti_check((api), (api).call, #call, __FILE__, __LINE__,         \
+                                          sw_site_failures);                                    \
+  }())

@@ -1,0 +1,190 @@
+#include "live/live_config.h"
+
+#include <charconv>
+#include <cstring>
+#include <cstdlib>
+#include <regex>
+#include <sstream>
+
+#include "stepwatch/detectors/registry.h"
+
+namespace stepwatch::live {
+namespace {
+
+const std::vector<EnvVarDoc> kDocs = {
+    {"STEPWATCH_ENABLE", "1", "0 turns stepwatch off entirely (the library stays loaded and does nothing)"},
+    {"STEPWATCH_OUTPUT_DIR", "./stepwatch-out", "where steps.jsonl, findings.jsonl, dumps and the exit summary go "
+                                                "(one subfolder per rank and process: rank<R>-pid<P>)"},
+    {"STEPWATCH_LOG_LEVEL", "info", "trace, debug, info, warn, error or off (the job-log lines)"},
+    {"STEPWATCH_FLUSH_MS", "200", "how often CUPTI activity buffers are flushed and complete steps judged (100-5000)"},
+    {"STEPWATCH_WARMUP_STEPS", "2", "first steps measured but not judged (warm-up, compile, autotune)"},
+    {"STEPWATCH_STEP_PATTERN", kDefaultStepPattern, "regex for NVTX/profiler range names that are steps"},
+    {"STEPWATCH_DATA_PATTERN", kDefaultDataPattern, "regex for range/phase names that are data loading"},
+    {"STEPWATCH_MIN_PCT", "5", "a step is faulty when a cost is at least this % of it ..."},
+    {"STEPWATCH_MIN_MS", "1", "... and at least this many ms"},
+    {"STEPWATCH_DISABLE", "", "comma-separated detector ids to turn off"},
+    {"STEPWATCH_SUSTAIN", "3/5", "the log reports a pattern once it fired on N of the last M judged steps"},
+    {"STEPWATCH_PERSIST_EVERY", "50", "while a pattern persists, one 'persists' line every N judged steps"},
+    {"STEPWATCH_RING_STEPS", "8", "steps kept for flight-recorder dumps"},
+    {"STEPWATCH_MAX_DUMPS", "5", "flight-recorder dumps per process (0 = none)"},
+    {"STEPWATCH_MAX_DUMP_MB", "64", "cap on the bytes of all dumps together"},
+    {"STEPWATCH_MEMORY_MB", "64", "cap on stepwatch's own memory (queues, retained events, names)"},
+    {"STEPWATCH_CUPTI_BUFFER_KB", "4096", "size of one CUPTI activity buffer"},
+    {"STEPWATCH_CUPTI_MAX_BUFFERS", "64", "cap on CUPTI activity buffers held at once"},
+    {"STEPWATCH_CUPTI_PATH", "", "explicit path of libcupti.so.13 (default: the loader's search, then the CUDA toolkit)"},
+};
+
+class Reader {
+ public:
+  Reader(const std::function<const char*(const char*)>& getenv, std::vector<std::string>& problems)
+      : getenv_(getenv), problems_(problems) {}
+
+  const char* raw(const char* name) const {
+    const char* v = getenv_(name);
+    return (v != nullptr && *v != '\0') ? v : nullptr;
+  }
+
+  template <typename T>
+  void integer(const char* name, T& out, T lo, T hi, T scale = 1) {
+    const char* v = raw(name);
+    if (!v) return;
+    long long parsed = 0;
+    const char* end = v + std::strlen(v);
+    auto [ptr, ec] = std::from_chars(v, end, parsed);
+    if (ec != std::errc() || ptr != end) {
+      problem(name, v, "not an integer", out / scale);
+      return;
+    }
+    if (parsed < static_cast<long long>(lo) || parsed > static_cast<long long>(hi)) {
+      problem(name, v, "out of range " + std::to_string(lo) + ".." + std::to_string(hi), out / scale);
+      return;
+    }
+    out = static_cast<T>(parsed) * scale;
+  }
+
+  void real(const char* name, double& out, double lo, double hi) {
+    const char* v = raw(name);
+    if (!v) return;
+    char* end = nullptr;
+    const double parsed = std::strtod(v, &end);
+    if (end == v || *end != '\0' || !(parsed >= lo && parsed <= hi)) {
+      std::ostringstream d;
+      d << out;
+      problems_.push_back(std::string(name) + "=" + v + ": not a number in " + std::to_string(lo) + ".." +
+                          std::to_string(hi) + "; using " + d.str());
+      return;
+    }
+    out = parsed;
+  }
+
+  void pattern(const char* name, std::string& out) {
+    const char* v = raw(name);
+    if (!v) return;
+    try {
+      std::regex re(v, std::regex::ECMAScript);
+      out = v;
+    } catch (const std::regex_error& e) {
+      problems_.push_back(std::string(name) + "=" + v + ": not a valid regular expression (" + e.what() +
+                          "); using the default");
+    }
+  }
+
+  template <typename T>
+  void problem(const char* name, const char* value, const std::string& why, T fallback) {
+    problems_.push_back(std::string(name) + "=" + value + ": " + why + "; using " + std::to_string(fallback));
+  }
+
+  std::vector<std::string>& problems() { return problems_; }
+
+ private:
+  const std::function<const char*(const char*)>& getenv_;
+  std::vector<std::string>& problems_;
+};
+
+}  // namespace
+
+const std::vector<EnvVarDoc>& documented_env_vars() { return kDocs; }
+
+LiveConfig read_live_config(const std::function<const char*(const char*)>& getenv,
+                            std::vector<std::string>& problems) {
+  LiveConfig c;
+  Reader r(getenv, problems);
+
+  if (const char* v = r.raw("STEPWATCH_ENABLE")) {
+    const std::string s(v);
+    if (s == "0" || s == "false" || s == "off" || s == "no") c.enabled = false;
+    else if (!(s == "1" || s == "true" || s == "on" || s == "yes"))
+      problems.push_back("STEPWATCH_ENABLE=" + s + ": expected 0 or 1; using 1");
+  }
+  if (const char* v = r.raw("STEPWATCH_OUTPUT_DIR")) c.output_dir = v;
+  if (const char* v = r.raw("STEPWATCH_LOG_LEVEL")) {
+    const std::string s(v);
+    static const char* levels[] = {"trace", "debug", "info", "warn", "warning", "error", "off"};
+    bool ok = false;
+    for (const char* l : levels) ok |= s == l;
+    if (ok) c.log_level = s == "warning" ? "warn" : s;
+    else problems.push_back("STEPWATCH_LOG_LEVEL=" + s + ": expected trace|debug|info|warn|error|off; using info");
+  }
+  r.integer<int64_t>("STEPWATCH_FLUSH_MS", c.flush_period_ms, 100, 5000);
+  r.integer<int>("STEPWATCH_WARMUP_STEPS", c.warmup_steps, 0, 1000000);
+  r.integer<int>("STEPWATCH_RING_STEPS", c.ring_steps, 1, 1000);
+  r.integer<int>("STEPWATCH_MAX_DUMPS", c.max_dumps, 0, 10000);
+  r.integer<int64_t>("STEPWATCH_MAX_DUMP_MB", c.max_dump_bytes, 1, 1 << 20, 1 << 20);
+  r.integer<int64_t>("STEPWATCH_MEMORY_MB", c.memory_cap_bytes, 8, 1 << 20, 1 << 20);
+  r.integer<int64_t>("STEPWATCH_CUPTI_BUFFER_KB", c.cupti_buffer_bytes, 64, 1 << 20, 1024);
+  r.integer<int>("STEPWATCH_CUPTI_MAX_BUFFERS", c.cupti_max_buffers, 2, 100000);
+  r.integer<int>("STEPWATCH_PERSIST_EVERY", c.persist_every, 1, 1000000);
+  if (const char* v = r.raw("STEPWATCH_SUSTAIN")) {
+    int n = 0, m = 0;
+    char slash = 0;
+    std::istringstream in(v);
+    if ((in >> n >> slash >> m) && slash == '/' && in.peek() == EOF && n >= 1 && m >= n && m <= 1000) {
+      c.sustain_min = n;
+      c.sustain_window = m;
+    } else {
+      problems.push_back(std::string("STEPWATCH_SUSTAIN=") + v + ": expected N/M with 1 <= N <= M <= 1000; using 3/5");
+    }
+  }
+  if (const char* v = r.raw("STEPWATCH_CUPTI_PATH")) c.cupti_path = v;
+
+  r.pattern("STEPWATCH_STEP_PATTERN", c.analysis.step_pattern);
+  r.pattern("STEPWATCH_DATA_PATTERN", c.analysis.data_pattern);
+  r.real("STEPWATCH_MIN_PCT", c.analysis.default_thresholds.min_pct, 0.0, 100.0);
+  r.real("STEPWATCH_MIN_MS", c.analysis.default_thresholds.min_ms, 0.0, 1e9);
+  if (const char* v = r.raw("STEPWATCH_DISABLE")) {
+    std::string list(v);
+    size_t pos = 0;
+    while (pos <= list.size()) {
+      size_t comma = list.find(',', pos);
+      if (comma == std::string::npos) comma = list.size();
+      std::string id = list.substr(pos, comma - pos);
+      while (!id.empty() && id.front() == ' ') id.erase(id.begin());
+      while (!id.empty() && id.back() == ' ') id.pop_back();
+      if (!id.empty()) {
+        bool known = false;
+        for (const DetectorInfo& d : registered_detectors()) known |= d.id == id;
+        if (known) c.analysis.enabled[id] = false;
+        else problems.push_back("STEPWATCH_DISABLE=" + list + ": unknown detector '" + id + "' ignored (see `stepwatch detectors`)");
+      }
+      pos = comma + 1;
+    }
+  }
+  c.analysis.warmup_steps = c.warmup_steps;
+
+  // Rank: the launchers' conventions, most specific first.
+  for (const char* name : {"RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID", "PMI_RANK", "LOCAL_RANK"}) {
+    const char* v = r.raw(name);
+    if (!v) continue;
+    int rank = 0;
+    const char* end = v + std::strlen(v);
+    auto [ptr, ec] = std::from_chars(v, end, rank);
+    if (ec == std::errc() && ptr == end && rank >= 0) {
+      c.rank = rank;
+      break;
+    }
+    problems.push_back(std::string(name) + "=" + v + ": not a rank number; ignored");
+  }
+  return c;
+}
+
+}  // namespace stepwatch::live

@@ -1,0 +1,225 @@
+#include "live/live_pipeline.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "stepwatch/core/timeline.h"
+#include "stepwatch/detectors/registry.h"
+
+namespace stepwatch::live {
+namespace {
+
+class CollectSink : public FindingSink {
+ public:
+  void emit(Finding f) override { findings.push_back(std::move(f)); }
+  std::vector<Finding> findings;
+};
+
+bool by_start(const Event& a, const Event& b) { return a.start_ns < b.start_ns; }
+
+}  // namespace
+
+uint64_t LossCounters::total() const noexcept {
+  uint64_t t = 0;
+  for (const auto& c : counts) t += c.load(std::memory_order_relaxed);
+  return t;
+}
+
+LivePipeline::LivePipeline(const LiveConfig& config, const NameTable& names, LossCounters& losses,
+                           LiveReporter& reporter)
+    : config_(config),
+      names_(names),
+      losses_(losses),
+      reporter_(reporter),
+      detectors_(make_detectors(config.analysis)),
+      assembler_(config.analysis),
+      margin_ns_(config.flush_period_ms * 1'000'000),
+      max_retained_(static_cast<size_t>(std::max<int64_t>(config.memory_cap_bytes / 2, 1 << 20)) / sizeof(Event)),
+      ring_(static_cast<size_t>(std::max(config.ring_steps, 1))) {}
+
+LivePipeline::~LivePipeline() = default;
+
+void LivePipeline::ingest(std::vector<Event>& batch) {
+  if (batch.empty()) return;
+  reporter_.on_events(batch);
+  for (const Event& e : batch) {
+    last_data_ns_ = std::max(last_data_ns_, e.end_ns);
+    note_step_source(e);
+  }
+  retained_.insert(retained_.end(), batch.begin(), batch.end());
+  batch.clear();
+  enforce_retention_cap();
+}
+
+void LivePipeline::note_step_source(const Event& e) {
+  if (e.kind == EventKind::kStepMark) {
+    if (e.start_ns >= analyzed_until_ns_) marks_.push_back(e);
+    return;
+  }
+  if (e.kind != EventKind::kRange || e.has_flag(event_flags::kOnDevice) || e.end_ns <= e.start_ns) return;
+  if (e.end_ns <= analyzed_until_ns_) return;  // nested in (or before) a step already judged
+  if (e.has_flag(event_flags::kExplicitStep)) {
+    explicit_ranges_.push_back(StepWindow{e.start_ns, e.end_ns, e.step, StepSource::kExplicit});
+    return;
+  }
+  auto [it, inserted] = step_name_cache_.try_emplace(e.name, false);
+  if (inserted) it->second = assembler_.matches_step_pattern(names_.view(e.name));
+  if (it->second) {
+    range_windows_.push_back(
+        StepWindow{e.start_ns, e.end_ns, step_number_from_name(names_.view(e.name)), StepSource::kRange});
+  }
+}
+
+void LivePipeline::advance(int64_t watermark_ns) { judge_complete(watermark_ns - margin_ns_, false); }
+
+void LivePipeline::finish() {
+  judge_complete(std::numeric_limits<int64_t>::max(), true);
+  CollectSink sink;
+  for (auto& d : detectors_) d->on_finish(sink);
+  for (const Finding& f : sink.findings) reporter_.on_run_finding(f);
+  report_losses(last_step_ ? last_step_->step : 0);
+}
+
+void LivePipeline::judge_complete(int64_t limit_ns, bool final_pass) {
+  // The windows of the highest-priority source seen so far: C API ranges, then C API marks,
+  // then NVTX/profiler ranges matching the step pattern.
+  std::vector<StepWindow> windows;
+  if (!explicit_ranges_.empty()) {
+    windows = explicit_ranges_;
+    marks_.clear();
+    range_windows_.clear();
+  } else if (!marks_.empty()) {
+    std::sort(marks_.begin(), marks_.end(), by_start);
+    for (size_t i = 0; i < marks_.size(); ++i) {
+      const bool last = i + 1 == marks_.size();
+      if (last && !final_pass) break;  // the open step ends at the next mark
+      const int64_t end = last ? std::max(last_data_ns_, marks_[i].start_ns) : marks_[i + 1].start_ns;
+      if (end > marks_[i].start_ns) windows.push_back(StepWindow{marks_[i].start_ns, end, marks_[i].step, StepSource::kExplicit});
+    }
+    range_windows_.clear();
+  } else {
+    windows = range_windows_;
+  }
+  std::sort(windows.begin(), windows.end(), [](const StepWindow& a, const StepWindow& b) {
+    return a.start_ns != b.start_ns ? a.start_ns < b.start_ns : a.end_ns > b.end_ns;
+  });
+
+  std::vector<StepWindow> ready;
+  int64_t outer_end = analyzed_until_ns_;
+  for (const StepWindow& w : windows) {
+    if (w.end_ns > limit_ns) break;  // records may still be missing: wait for the watermark
+    if (w.end_ns <= outer_end) continue;  // nested in an outer step, or judged already
+    outer_end = w.end_ns;
+    ready.push_back(w);
+  }
+  if (ready.empty()) return;
+
+  std::stable_sort(retained_.begin(), retained_.end(), by_start);
+  const Timeline timeline(retained_, names_, config_.analysis);
+
+  for (StepWindow w : ready) {
+    if (w.number < 0) w.number = ordinal_;
+    ++ordinal_;
+    StepView view = analyze_step(w, timeline, config_.rank);
+    const bool untraced = std::any_of(untraced_.begin(), untraced_.end(), [&](const auto& iv) {
+      return iv.first < w.end_ns && iv.second > w.start_ns;
+    });
+    const StepStatus status = !gpu_traced_ || untraced ? StepStatus::kUntraced
+                              : steps_analyzed_ < static_cast<uint64_t>(config_.warmup_steps) ? StepStatus::kWarmup
+                                                                                               : StepStatus::kJudged;
+    const bool judged = status == StepStatus::kJudged;
+    ++steps_analyzed_;
+
+    CollectSink sink;
+    if (judged) {
+      for (auto& d : detectors_) d->on_step(view, sink);
+    }
+
+    // Flight recorder: the step's events (those overlapping its window).
+    StepCapture capture;
+    capture.window = w;
+    auto hi = std::lower_bound(retained_.begin(), retained_.end(), w.end_ns,
+                               [](const Event& e, int64_t t) { return e.start_ns < t; });
+    for (auto it = retained_.begin(); it != hi; ++it) {
+      if (it->end_ns >= w.start_ns) capture.events.push_back(*it);
+    }
+    ring_.push(std::move(capture));
+
+    for (const Finding& f : sink.findings) {
+      bool& fired = fired_[f.detector];
+      if (!fired) {
+        fired = true;
+        std::vector<const StepCapture*> recent;
+        ring_.for_each([&](const StepCapture& c) { recent.push_back(&c); });
+        reporter_.on_first_fire(f, recent, names_);
+      }
+    }
+    reporter_.on_step(view, status, sink.findings);
+    last_step_findings_ = static_cast<int>(sink.findings.size());
+    last_step_ = std::move(view);
+    analyzed_until_ns_ = w.end_ns;
+  }
+
+  // Forget judged windows and the events no later step can need: keep everything that ends
+  // after the last judged step began (gap attribution reaches back to where the GPU went idle).
+  const int64_t keep_from = ready.back().start_ns;
+  std::erase_if(explicit_ranges_, [&](const StepWindow& w) { return w.end_ns <= analyzed_until_ns_; });
+  std::erase_if(range_windows_, [&](const StepWindow& w) { return w.end_ns <= analyzed_until_ns_; });
+  std::erase_if(marks_, [&](const Event& m) { return m.start_ns < analyzed_until_ns_; });
+  std::erase_if(retained_, [&](const Event& e) { return e.end_ns < keep_from; });
+  report_losses(last_step_->step);
+}
+
+void LivePipeline::enforce_retention_cap() {
+  if (retained_.size() <= max_retained_) return;
+  std::stable_sort(retained_.begin(), retained_.end(), by_start);
+  const size_t drop = retained_.size() - max_retained_ / 2;
+  const bool any_steps = !explicit_ranges_.empty() || !marks_.empty() || !range_windows_.empty() || steps_analyzed_ > 0;
+  if (!any_steps) {
+    // No step marks at all: nothing could be judged. Say so once (not a loss of data we could
+    // have used), and keep only the recent half.
+    if (!no_marks_reported_) {
+      no_marks_reported_ = true;
+      Finding f;
+      f.detector = "no_step_marks";
+      f.rank = config_.rank;
+      f.severity = Severity::kInfo;
+      f.message = "no step marks after " + std::to_string(retained_.size()) +
+                  " events (no stepwatch_step_begin, no NVTX range matching the step pattern): nothing can be "
+                  "judged per step. Fix: mark steps — an NVTX range named 'step', stepwatch.step(), or "
+                  "torch.profiler's ProfilerStep ranges; or set STEPWATCH_STEP_PATTERN.";
+      f.with("events", static_cast<int64_t>(retained_.size())).with("step_pattern", config_.analysis.step_pattern);
+      reporter_.on_run_finding(f);
+    }
+  } else {
+    losses_.add(LossKind::kRetentionCap, drop);
+  }
+  retained_.erase(retained_.begin(), retained_.begin() + static_cast<std::ptrdiff_t>(drop));
+}
+
+void LivePipeline::report_losses(int64_t step) {
+  const uint64_t total = losses_.total();
+  if (total == losses_reported_) return;
+  Finding f;
+  f.detector = "data_loss";
+  f.rank = config_.rank;
+  f.step = step;
+  f.severity = Severity::kWarning;
+  std::string kinds;
+  for (size_t k = 0; k < losses_.counts.size(); ++k) {
+    const uint64_t n = losses_.counts[k].load(std::memory_order_relaxed);
+    if (n == 0) continue;
+    const std::string_view name = to_string(static_cast<LossKind>(k));
+    kinds += (kinds.empty() ? "" : ", ") + std::string(name) + " " + std::to_string(n);
+    f.with(std::string(name), static_cast<int64_t>(n));
+  }
+  f.message = std::to_string(total - losses_reported_) + " trace records lost since the last report (" +
+              std::to_string(total) + " in all: " + kinds +
+              "): findings on recent steps may miss activity. Fix: raise STEPWATCH_CUPTI_BUFFER_KB / "
+              "STEPWATCH_CUPTI_MAX_BUFFERS / STEPWATCH_MEMORY_MB, or flush more often (STEPWATCH_FLUSH_MS).";
+  f.with("lost", static_cast<int64_t>(total - losses_reported_)).with("lost_total", static_cast<int64_t>(total));
+  losses_reported_ = total;
+  reporter_.on_run_finding(f);
+}
+
+}  // namespace stepwatch::live

@@ -1,0 +1,427 @@
+#include "live/live_session.h"
+
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+
+#include <spdlog/logger.h>
+
+#include "cupti/cupti_adapter.h"
+
+namespace stepwatch::live {
+namespace {
+
+constexpr size_t kQueueSlots = 1u << 16;   // per producer thread: absorbs a whole CUPTI buffer
+constexpr int kPhaseDepth = 64;
+
+uint32_t current_tid() noexcept { return static_cast<uint32_t>(::syscall(SYS_gettid)); }
+
+int64_t thread_cpu_ns() noexcept {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+struct PhaseFrame {
+  NameId name;
+  int64_t start_ns;
+};
+thread_local PhaseFrame t_phases[kPhaseDepth];
+thread_local int t_phase_depth = 0;
+
+std::atomic<LiveSession*> g_session{nullptr};
+std::mutex g_create_mu;
+std::atomic<bool> g_forked_child{false};
+std::atomic<int64_t> g_analysis_cpu_ns{0};
+
+void atfork_child() {
+  g_forked_child.store(true);
+  if (LiveSession* s = g_session.load()) s->disable_in_child();
+}
+
+}  // namespace
+
+LiveSession* LiveSession::get() noexcept {
+  if (g_forked_child.load(std::memory_order_relaxed)) return nullptr;
+  LiveSession* s = g_session.load(std::memory_order_acquire);
+  if (s) return s->enabled() ? s : nullptr;
+  try {
+    std::lock_guard<std::mutex> lock(g_create_mu);
+    s = g_session.load(std::memory_order_acquire);
+    if (!s) {
+      std::vector<std::string> problems;
+      const LiveConfig config = read_live_config([](const char* n) { return std::getenv(n); }, problems);
+      // Leaked on purpose: CUPTI/NVTX may call back during exit, after static destructors.
+      s = new LiveSession(config, problems, "");
+      g_session.store(s, std::memory_order_release);
+      pthread_atfork(nullptr, nullptr, &atfork_child);
+      std::atexit([] {
+        if (LiveSession* live = g_session.load()) live->shutdown();
+      });
+    }
+  } catch (...) {
+    return nullptr;
+  }
+  return s->enabled() ? s : nullptr;
+}
+
+std::unique_ptr<LiveSession> LiveSession::create(const LiveConfig& config, const std::vector<std::string>& problems,
+                                                 const std::string& log_path) {
+  return std::unique_ptr<LiveSession>(new LiveSession(config, problems, log_path));
+}
+
+LiveSession::LiveSession(const LiveConfig& config, const std::vector<std::string>& problems,
+                         const std::string& log_path)
+    : config_(config),
+      names_(static_cast<size_t>(config.memory_cap_bytes / 8)),
+      queues_(kQueueSlots, 64),
+      start_ns_(now_ns()) {
+  logger_ = make_job_logger(config_.log_level, log_path);
+  log_ = std::make_unique<LogReporter>(logger_, config_);
+  for (const std::string& p : problems) log_->warn("config: " + p);
+  if (!config_.enabled) {
+    disabled_.store(true);
+    return;
+  }
+  const std::string run_dir =
+      config_.output_dir + "/rank" + std::to_string(config_.rank) + "-pid" + std::to_string(::getpid());
+  outputs_ = std::make_unique<RunOutputs>(config_, run_dir, *log_, names_);
+  pipeline_ = std::make_unique<LivePipeline>(config_, names_, losses_, *outputs_);
+  step_name_ = names_.intern("step");
+  thread_ = std::thread([this] { analysis_loop(); });
+}
+
+LiveSession::~LiveSession() {
+  // Only test sessions are destroyed; the process-wide one is leaked.
+  shutdown();
+  if (thread_.joinable()) thread_.join();
+}
+
+// ---- EventSink -------------------------------------------------------------------------------
+
+void LiveSession::submit(const Event& event) noexcept {
+  if (!queues_.push(event)) losses_.add(LossKind::kQueueFull, 1);
+}
+
+NameId LiveSession::intern(std::string_view name) noexcept {
+  try {
+    const NameId id = names_.intern(name);
+    if (id == names_.overflow_id() && !name.empty()) losses_.add(LossKind::kNameTableFull, 1);
+    return id;
+  } catch (...) {
+    return kNoName;
+  }
+}
+
+void LiveSession::report_loss(LossKind kind, uint64_t count) noexcept { losses_.add(kind, count); }
+
+void LiveSession::advance_watermark(int64_t timestamp_ns) noexcept {
+  int64_t cur = watermark_ns_.load(std::memory_order_relaxed);
+  while (timestamp_ns > cur && !watermark_ns_.compare_exchange_weak(cur, timestamp_ns)) {
+  }
+  wake();
+}
+
+void LiveSession::status(std::string_view line) noexcept {
+  try {
+    log_->warn(std::string(line));
+  } catch (...) {
+  }
+}
+
+// ---- lifecycle -------------------------------------------------------------------------------
+
+void LiveSession::start_gpu_tracing() noexcept {
+  if (!enabled()) return;
+  try {
+    CuptiAdapterOptions options;
+    options.flush_period_ms = config_.flush_period_ms;
+    options.buffer_bytes = config_.cupti_buffer_bytes;
+    options.max_buffers = config_.cupti_max_buffers;
+    std::string detail;
+    const CuptiState state = start_cupti(config_.cupti_path, options, *this, detail);
+    if (state == CuptiState::kActive) {
+      gpu_traced_.store(true);
+      log_->info(std::string("active: stepwatch ") + STEPWATCH_VERSION + "; " + detail + "; outputs in " +
+                 outputs_->run_dir() + "/");
+    } else {
+      // Stand down from GPU tracing: step marks are still timed, nothing GPU-based is judged.
+      gpu_traced_.store(false);
+      log_->warn("not active: " + detail);
+    }
+  } catch (...) {
+    gpu_traced_.store(false);
+  }
+  wake();
+}
+
+void LiveSession::disable_in_child() noexcept {
+  disabled_.store(true);
+  shut_down_.store(true);  // the child's atexit must not touch the parent's threads
+  CuptiAdapter::instance().disable_in_child();
+}
+
+void LiveSession::shutdown() noexcept {
+  if (shut_down_.exchange(true)) return;
+  try {
+    if (gpu_traced_.load()) CuptiAdapter::instance().shutdown(/*timeout_ms=*/2000);
+    if (!thread_.joinable()) return;
+    std::unique_lock<std::mutex> lock(loop_mu_);
+    stop_ = true;
+    loop_cv_.notify_all();
+    // Bounded: a stuck analysis pass cannot hang the host's exit.
+    if (done_cv_.wait_for(lock, std::chrono::seconds(10), [&] { return finished_; })) {
+      lock.unlock();
+      thread_.join();
+    } else {
+      lock.unlock();
+      thread_.detach();
+    }
+  } catch (...) {
+  }
+}
+
+void LiveSession::wake() noexcept {
+  try {
+    std::lock_guard<std::mutex> lock(loop_mu_);
+    wake_ = true;
+  } catch (...) {
+  }
+  loop_cv_.notify_one();
+}
+
+void LiveSession::analysis_loop() {
+  const auto period = std::chrono::milliseconds(std::max<int64_t>(config_.flush_period_ms / 2, 20));
+  for (;;) {
+    bool stop = false;
+    {
+      std::unique_lock<std::mutex> lock(loop_mu_);
+      loop_cv_.wait_for(lock, period, [&] { return wake_ || stop_; });
+      wake_ = false;
+      stop = stop_;
+    }
+    try {
+      analysis_cycle(stop);
+    } catch (...) {
+      // Never let an analysis failure escape into the host; the next cycle tries again.
+    }
+    g_analysis_cpu_ns.store(thread_cpu_ns());
+    {
+      std::lock_guard<std::mutex> lock(loop_mu_);
+      ++cycles_;
+      if (stop) finished_ = true;
+    }
+    done_cv_.notify_all();
+    if (stop) return;
+  }
+}
+
+void LiveSession::analysis_cycle(bool final_pass) {
+  std::vector<Event> batch;
+  queues_.drain(batch);
+  {
+    std::lock_guard<std::mutex> lock(pause_mu_);
+    auto intervals = untraced_;
+    if (paused_ && !intervals.empty()) intervals.back().second = INT64_MAX;
+    pipeline_->set_untraced(std::move(intervals));
+  }
+  pipeline_->set_gpu_traced(gpu_traced_.load());
+  pipeline_->ingest(batch);
+  // Without GPU tracing only host events arrive, submitted when they end: everything up to now
+  // is complete. With CUPTI, the adapter's flushes move the watermark.
+  const int64_t watermark = gpu_traced_.load() ? watermark_ns_.load() : now_ns();
+  if (final_pass) {
+    pipeline_->finish();
+  } else {
+    pipeline_->advance(watermark);
+  }
+  if (const auto& v = pipeline_->last_step()) {
+    stepwatch_step_summary s{};
+    s.struct_size = sizeof s;
+    s.step = v->step;
+    s.rank = v->rank;
+    s.findings = pipeline_->last_step_findings();
+    s.duration_ms = double(v->duration_ns()) / 1e6;
+    s.gpu_busy_pct = 100.0 * v->duty_cycle();
+    s.compute_ms = double(v->compute_ns) / 1e6;
+    s.exposed_comm_ms = double(v->exposed_comm_ns) / 1e6;
+    s.copy_only_ms = double(v->copy_only_ns) / 1e6;
+    s.idle_input_ms = double(v->idle[IdleCause::kInput]) / 1e6;
+    s.idle_sync_ms = double(v->idle[IdleCause::kSync]) / 1e6;
+    s.idle_launch_ms = double(v->idle[IdleCause::kLaunch]) / 1e6;
+    s.idle_host_ms = double(v->idle[IdleCause::kHost]) / 1e6;
+    s.idle_other_ms = double(v->idle[IdleCause::kOther]) / 1e6;
+    std::lock_guard<std::mutex> lock(last_mu_);
+    last_ = s;
+  }
+  if (final_pass) {
+    std::vector<uint64_t> losses;
+    for (const auto& c : losses_.counts) losses.push_back(c.load());
+    SelfOverhead o;
+    o.analysis_cpu_ns = thread_cpu_ns();
+    o.wall_ns = now_ns() - start_ns_;
+    const CuptiAdapterStats st = CuptiAdapter::instance().stats();
+    o.callback_ns = st.callback_ns;
+    o.cupti_overhead_ns = st.cupti_overhead_ns;
+    outputs_->write_exit_summary(losses, o);
+  }
+  outputs_->flush();
+}
+
+// ---- C API -----------------------------------------------------------------------------------
+
+int LiveSession::step_begin(int64_t step) noexcept {
+  if (!enabled()) return STEPWATCH_ERROR_DISABLED;
+  const int64_t t = now_ns();
+  Event mark;
+  {
+    std::lock_guard<std::mutex> lock(step_mu_);
+    if (step_open_) {
+      // A begin without an end ends the previous step.
+      Event range;
+      range.kind = EventKind::kRange;
+      range.flags = event_flags::kExplicitStep;
+      range.name = step_name_;
+      range.start_ns = step_start_ns_;
+      range.end_ns = t;
+      range.step = step_number_;
+      range.thread = current_tid();
+      submit(range);
+    }
+    step_number_ = step >= 0 ? step : next_auto_step_;
+    next_auto_step_ = step_number_ + 1;
+    step_open_ = true;
+    step_start_ns_ = t;
+    mark.kind = EventKind::kStepMark;
+    mark.name = step_name_;
+    mark.start_ns = mark.end_ns = t;
+    mark.step = step_number_;
+    mark.thread = current_tid();
+  }
+  submit(mark);
+  return STEPWATCH_OK;
+}
+
+int LiveSession::step_end() noexcept {
+  if (!enabled()) return STEPWATCH_ERROR_DISABLED;
+  const int64_t t = now_ns();
+  Event range;
+  {
+    std::lock_guard<std::mutex> lock(step_mu_);
+    if (!step_open_) return STEPWATCH_ERROR_NO_STEP;
+    step_open_ = false;
+    range.kind = EventKind::kRange;
+    range.flags = event_flags::kExplicitStep;
+    range.name = step_name_;
+    range.start_ns = step_start_ns_;
+    range.end_ns = t;
+    range.step = step_number_;
+    range.thread = current_tid();
+  }
+  submit(range);
+  return STEPWATCH_OK;
+}
+
+int LiveSession::phase_push(const char* name) noexcept {
+  if (!enabled()) return STEPWATCH_ERROR_DISABLED;
+  if (name == nullptr) return STEPWATCH_ERROR_INVALID_ARG;
+  if (t_phase_depth >= kPhaseDepth) {
+    ++t_phase_depth;  // counted so that pops stay paired; the frame itself is not recorded
+    return STEPWATCH_OK;
+  }
+  t_phases[t_phase_depth++] = PhaseFrame{intern(name), now_ns()};
+  return STEPWATCH_OK;
+}
+
+int LiveSession::phase_pop() noexcept {
+  if (!enabled()) return STEPWATCH_ERROR_DISABLED;
+  if (t_phase_depth == 0) {
+    losses_.add(LossKind::kUnpairedRange, 1);
+    return STEPWATCH_ERROR_NO_STEP;
+  }
+  const int depth = --t_phase_depth;
+  if (depth >= kPhaseDepth) return STEPWATCH_OK;
+  Event e;
+  e.kind = EventKind::kRange;
+  e.name = t_phases[depth].name;
+  e.start_ns = t_phases[depth].start_ns;
+  e.end_ns = now_ns();
+  e.thread = current_tid();
+  submit(e);
+  return STEPWATCH_OK;
+}
+
+int LiveSession::flush() noexcept {
+  if (!enabled()) return STEPWATCH_ERROR_DISABLED;
+  try {
+    if (gpu_traced_.load()) CuptiAdapter::instance().flush();
+    std::unique_lock<std::mutex> lock(loop_mu_);
+    const uint64_t target = cycles_ + 2;  // a full cycle that started after this call
+    wake_ = true;
+    loop_cv_.notify_one();
+    done_cv_.wait_for(lock, std::chrono::milliseconds(std::max<int64_t>(4 * config_.flush_period_ms, 1000)),
+                      [&] { return cycles_ >= target || finished_; });
+  } catch (...) {
+    return STEPWATCH_ERROR_INTERNAL;
+  }
+  return STEPWATCH_OK;
+}
+
+int LiveSession::pause() noexcept {
+  if (!enabled() || !gpu_traced_.load()) return STEPWATCH_ERROR_DISABLED;
+  try {
+    {
+      std::lock_guard<std::mutex> lock(pause_mu_);
+      if (paused_) return STEPWATCH_OK;
+      paused_ = true;
+      untraced_.emplace_back(now_ns(), INT64_MAX);
+    }
+    CuptiAdapter::instance().pause();
+    log_->info("paused: CUPTI released for another client (stepwatch_resume takes it back)");
+  } catch (...) {
+    return STEPWATCH_ERROR_INTERNAL;
+  }
+  return STEPWATCH_OK;
+}
+
+int LiveSession::resume() noexcept {
+  if (!enabled()) return STEPWATCH_ERROR_DISABLED;
+  try {
+    {
+      std::lock_guard<std::mutex> lock(pause_mu_);
+      if (!paused_) return STEPWATCH_OK;
+      paused_ = false;
+      untraced_.back().second = now_ns();
+    }
+    CuptiAdapter::instance().resume();
+    const bool ok = CuptiAdapter::instance().state() == CuptiState::kActive;
+    log_->info(ok ? "resumed: GPU tracing again" : "could not take CUPTI back: GPU tracing stays off");
+    if (!ok) gpu_traced_.store(false);
+  } catch (...) {
+    return STEPWATCH_ERROR_INTERNAL;
+  }
+  return STEPWATCH_OK;
+}
+
+int LiveSession::last_step(stepwatch_step_summary* out) noexcept {
+  if (!enabled()) return STEPWATCH_ERROR_DISABLED;
+  if (out == nullptr || out->struct_size < sizeof(size_t)) return STEPWATCH_ERROR_INVALID_ARG;
+  std::lock_guard<std::mutex> lock(last_mu_);
+  if (!last_) return STEPWATCH_ERROR_NO_STEP;
+  // Copy only what the caller's struct has room for (older, smaller structs keep working).
+  const size_t n = std::min(out->struct_size, sizeof(stepwatch_step_summary));
+  const size_t caller_size = out->struct_size;
+  std::memcpy(out, &*last_, n);
+  out->struct_size = caller_size;
+  return STEPWATCH_OK;
+}
+
+// Production NVTX events go to the process-wide session (nvtx/nvtx_injection.h).
+EventSink* nvtx_event_sink() noexcept { return LiveSession::get(); }
+
+}  // namespace stepwatch::live

@@ -1,0 +1,116 @@
+// The live session: one per process, created on first use (InitializeInjection,
+// InitializeInjectionNvtx2 or a C API call, whichever comes first) from STEPWATCH_* variables.
+//
+// It is the EventSink of every front end: callbacks only enqueue into per-thread queues; one
+// analysis thread drains them, runs the LivePipeline and writes the outputs. Leaked on purpose:
+// CUPTI and NVTX may call back during exit, after static destructors ran.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "live/event_queue.h"
+#include "live/event_sink.h"
+#include "live/live_config.h"
+#include "live/live_pipeline.h"
+#include "live/log_reporter.h"
+#include "live/run_outputs.h"
+#include "stepwatch/stepwatch.h"
+
+namespace stepwatch::live {
+
+class LiveSession final : public EventSink {
+ public:
+  // The process-wide session; nullptr when stepwatch is disabled (STEPWATCH_ENABLE=0), after
+  // fork in the child, or when it could not be created.
+  static LiveSession* get() noexcept;
+
+  // For tests: a session from an explicit config, logging to `log_path` (file) instead of stderr.
+  static std::unique_ptr<LiveSession> create(const LiveConfig& config, const std::vector<std::string>& problems,
+                                             const std::string& log_path);
+  ~LiveSession() override;
+
+  // EventSink
+  void submit(const Event& event) noexcept override;
+  NameId intern(std::string_view name) noexcept override;
+  void report_loss(LossKind kind, uint64_t count) noexcept override;
+  void advance_watermark(int64_t timestamp_ns) noexcept override;
+  void status(std::string_view line) noexcept override;
+
+  // From InitializeInjection: load CUPTI, subscribe, start tracing; logs the start-up line.
+  void start_gpu_tracing() noexcept;
+  // The exit path (atexit): bounded CUPTI flush, final pass, exit summary. Idempotent.
+  void shutdown() noexcept;
+  // pthread_atfork child: this copy of the process has no analysis or CUPTI threads.
+  void disable_in_child() noexcept;
+
+  // C API
+  int step_begin(int64_t step) noexcept;
+  int step_end() noexcept;
+  int phase_push(const char* name) noexcept;
+  int phase_pop() noexcept;
+  int flush() noexcept;
+  int pause() noexcept;
+  int resume() noexcept;
+  int last_step(stepwatch_step_summary* out) noexcept;
+  bool enabled() const noexcept { return !disabled_.load(std::memory_order_acquire); }
+
+  const LiveConfig& config() const { return config_; }
+  const std::string& run_dir() const { return outputs_->run_dir(); }
+
+ private:
+  LiveSession(const LiveConfig& config, const std::vector<std::string>& problems, const std::string& log_path);
+  void analysis_loop();
+  void analysis_cycle(bool final_pass);
+  void wake() noexcept;
+
+  LiveConfig config_;
+  NameTable names_;
+  LossCounters losses_;
+  EventQueues queues_;
+  std::shared_ptr<spdlog::logger> logger_;
+  std::unique_ptr<LogReporter> log_;
+  std::unique_ptr<RunOutputs> outputs_;
+  std::unique_ptr<LivePipeline> pipeline_;  // analysis thread only
+
+  std::atomic<bool> disabled_{false};
+  std::atomic<bool> gpu_traced_{false};
+  std::atomic<int64_t> watermark_ns_{INT64_MIN};
+  int64_t start_ns_ = 0;
+
+  // Explicit steps (C API): the open step, guarded by step_mu_.
+  std::mutex step_mu_;
+  bool step_open_ = false;
+  int64_t step_number_ = -1;
+  int64_t step_start_ns_ = 0;
+  int64_t next_auto_step_ = 0;
+  NameId step_name_ = kNoName;
+
+  // Paused intervals: steps overlapping them are not judged (no GPU data).
+  std::mutex pause_mu_;
+  std::vector<std::pair<int64_t, int64_t>> untraced_;
+  bool paused_ = false;
+
+  // The analysis thread and its hand-shakes.
+  std::mutex loop_mu_;
+  std::condition_variable loop_cv_;
+  std::condition_variable done_cv_;
+  bool wake_ = false;
+  bool stop_ = false;
+  bool finished_ = false;
+  uint64_t cycles_ = 0;
+  std::thread thread_;
+  std::atomic<bool> shut_down_{false};
+
+  std::mutex last_mu_;
+  std::optional<stepwatch_step_summary> last_;
+};
+
+}  // namespace stepwatch::live

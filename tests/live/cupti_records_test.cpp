@@ -1,0 +1,384 @@
+// Record conversion through the REAL cuptiActivityGetNextRecord (libcupti.so.13 works without a
+// driver for parsing: CUPTI_NOTES §9), fed with real CUPTI 13.0 record structs.
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+
+#include "cupti/cupti_adapter.h"
+#include "cupti/cupti_api.h"
+#include "cupti/cupti_records.h"
+#include "fake_cupti/cupti_record_builder.h"
+#include "fake_cupti/recording_sink.h"
+#include "stepwatch/core/event.h"
+
+namespace stepwatch::live {
+namespace {
+
+using test_support::ActivityBufferBuilder;
+using test_support::RecordingSink;
+
+const CuptiApi& real_cupti() {
+  static const CuptiApi* api = [] {
+    auto* a = new CuptiApi();
+    std::string error;
+    if (!load_cupti_api("", *a, error)) ADD_FAILURE() << "real libcupti.so.13 not found: " << error;
+    return a;
+  }();
+  return *api;
+}
+
+class CuptiRecordsTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_NE(real_cupti().cuptiActivityGetNextRecord, nullptr); }
+  BufferParseResult parse(ActivityBufferBuilder& b) { return converter_.parse(b.data(), b.size()); }
+
+  RecordingSink sink_;
+  RecordConverter converter_{real_cupti(), sink_};
+};
+
+TEST(CuptiApiTest, LoadsTheRealLibcupti) {
+  CuptiApi api;
+  std::string error;
+  ASSERT_TRUE(load_cupti_api("", api, error)) << error;
+  EXPECT_TRUE(api.complete());
+  EXPECT_FALSE(api.library_path.empty());
+  EXPECT_TRUE(error.empty());
+  uint32_t version = 0;
+  ASSERT_EQ(api.cuptiGetVersion(&version), CUPTI_SUCCESS);
+  EXPECT_GE(version, 130000u);
+}
+
+TEST(CuptiApiTest, ExplicitPathFirstThenFallbackWithANote) {
+  CuptiApi api;
+  std::string error;
+  ASSERT_TRUE(load_cupti_api("/nonexistent/libcupti.so.13", api, error));
+  EXPECT_NE(api.library_path, "/nonexistent/libcupti.so.13");
+  EXPECT_NE(error.find("/nonexistent/libcupti.so.13"), std::string::npos) << error;
+}
+
+TEST(CuptiApiTest, ResolveNamesMissingSymbols) {
+  void* libc = dlopen("libc.so.6", RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(libc, nullptr);
+  CuptiApi api;
+  std::string error;
+  EXPECT_FALSE(resolve_cupti_api(libc, api, error));
+  EXPECT_NE(error.find("cuptiSubscribe_v2"), std::string::npos) << error;
+  EXPECT_FALSE(api.complete());
+}
+
+std::vector<std::string> g_logged;
+void capture_log(std::string_view line) noexcept { g_logged.emplace_back(line); }
+
+TEST(CuptiApiTest, ErrorMacroLogsCallFileLineAndResultAndRateLimits) {
+  CuptiApi api = real_cupti();
+  api.cuptiActivityEnable = [](CUpti_ActivityKind) -> CUptiResult { return CUPTI_ERROR_NOT_INITIALIZED; };
+  g_logged.clear();
+  set_cupti_log(&capture_log);
+  for (int i = 0; i < 10; ++i) {
+    EXPECT_EQ(SW_CUPTI_CALL(api, cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY)), CUPTI_ERROR_NOT_INITIALIZED);
+  }
+  api.cuptiActivityEnable = [](CUpti_ActivityKind) -> CUptiResult { return CUPTI_SUCCESS; };
+  EXPECT_EQ(SW_CUPTI_CALL(api, cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY)), CUPTI_SUCCESS);
+  set_cupti_log(nullptr);
+  ASSERT_EQ(g_logged.size(), 3u);  // rate-limited per call site
+  const std::string& line = g_logged[0];
+  EXPECT_NE(line.find("cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY)"), std::string::npos) << line;
+  EXPECT_NE(line.find("CUPTI_ERROR_NOT_INITIALIZED"), std::string::npos) << line;
+  EXPECT_NE(line.find("cupti_records_test.cpp:"), std::string::npos) << line;
+}
+
+TEST_F(CuptiRecordsTest, KernelBecomesAKernelEvent) {
+  ActivityBufferBuilder b;
+  static const char kName[] = "_Z6gemm_kIfEvPKT_";
+  b.kernel(kName, 1'000, 3'500, 42, /*device=*/1, /*stream=*/13);
+  const BufferParseResult r = parse(b);
+  EXPECT_EQ(r.records, 1u);
+  EXPECT_EQ(r.events, 1u);
+  const auto events = sink_.events();
+  ASSERT_EQ(events.size(), 1u);
+  const Event& e = events[0];
+  EXPECT_EQ(e.kind, EventKind::kKernel);
+  EXPECT_EQ(e.start_ns, 1'000);
+  EXPECT_EQ(e.end_ns, 3'500);
+  EXPECT_EQ(e.correlation, 42u);
+  EXPECT_EQ(e.device, 1);
+  EXPECT_EQ(e.stream, 13u);
+  EXPECT_EQ(sink_.name(e.name), kName);
+  EXPECT_EQ(e.collective, CollectiveType::kNone);
+}
+
+TEST_F(CuptiRecordsTest, NcclKernelsAreCollectives) {
+  ActivityBufferBuilder b;
+  b.kernel("_Z38ncclDevKernel_AllReduce_Sum_f32_RING_LL24ncclDevKernelArgsStorageILm4096EE", 10, 20, 1);
+  b.kernel("_Z24ncclDevKernel_AllGather_RING_LL24ncclDevKernelArgsStorageILm4096EE", 30, 40, 2);
+  parse(b);
+  const auto events = sink_.events();
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[0].collective, CollectiveType::kAllReduce);
+  EXPECT_EQ(events[1].collective, CollectiveType::kAllGather);
+}
+
+TEST_F(CuptiRecordsTest, RepeatedKernelNamesInternOnceAndDifferentNamesStayApart) {
+  ActivityBufferBuilder b;
+  const std::string a = "_Z1av", c = "_Z1cv";
+  for (int i = 0; i < 100; ++i) b.kernel((i % 2 == 0 ? a : c).c_str(), 10 + i, 20 + i, static_cast<uint32_t>(i));
+  parse(b);
+  const auto events = sink_.events();
+  ASSERT_EQ(events.size(), 100u);
+  EXPECT_NE(events[0].name, events[1].name);
+  for (size_t i = 0; i < events.size(); ++i) EXPECT_EQ(events[i].name, events[i % 2].name);
+  EXPECT_EQ(sink_.name(events[0].name), a);
+  EXPECT_EQ(sink_.name(events[1].name), c);
+}
+
+TEST_F(CuptiRecordsTest, MemcpyCarriesKindMemoryBytesAsyncAndTheRuntimeCorrelation) {
+  ActivityBufferBuilder b;
+  b.memcpy(CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
+           /*async=*/true, 64 << 20, 100, 900, /*corr=*/7, /*runtime corr=*/77, 0, 3);
+  b.memcpy(CUPTI_ACTIVITY_MEMCPY_KIND_DTOH, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, CUPTI_ACTIVITY_MEMORY_KIND_PINNED,
+           /*async=*/false, 4096, 1000, 1100, /*corr=*/8, /*runtime corr=*/0);
+  b.memcpy(CUPTI_ACTIVITY_MEMCPY_KIND_DTOD, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, CUPTI_ACTIVITY_MEMORY_KIND_MANAGED,
+           true, 1, 1200, 1300, 9);
+  b.memcpy(CUPTI_ACTIVITY_MEMCPY_KIND_HTOH, CUPTI_ACTIVITY_MEMORY_KIND_PINNED, CUPTI_ACTIVITY_MEMORY_KIND_PINNED,
+           false, 1, 1400, 1500, 10);
+  parse(b);
+  const auto ev = sink_.events();
+  ASSERT_EQ(ev.size(), 4u);
+  EXPECT_EQ(ev[0].kind, EventKind::kMemcpy);
+  EXPECT_EQ(ev[0].copy_kind(), CopyKind::kHtoD);
+  EXPECT_EQ(ev[0].src_memory, MemoryKind::kPageable);
+  EXPECT_EQ(ev[0].dst_memory, MemoryKind::kDevice);
+  EXPECT_EQ(ev[0].bytes, uint64_t{64} << 20);
+  EXPECT_TRUE(ev[0].has_flag(event_flags::kAsync));
+  EXPECT_EQ(ev[0].correlation, 77u);  // the runtime correlation when there is one
+  EXPECT_EQ(ev[0].stream, 3u);
+  EXPECT_EQ(ev[0].start_ns, 100);
+  EXPECT_EQ(ev[0].end_ns, 900);
+  EXPECT_EQ(ev[1].copy_kind(), CopyKind::kDtoH);
+  EXPECT_EQ(ev[1].dst_memory, MemoryKind::kPinned);
+  EXPECT_FALSE(ev[1].has_flag(event_flags::kAsync));
+  EXPECT_EQ(ev[1].correlation, 8u);  // else the driver correlation
+  EXPECT_EQ(ev[2].copy_kind(), CopyKind::kDtoD);
+  EXPECT_EQ(ev[2].dst_memory, MemoryKind::kManaged);
+  EXPECT_EQ(ev[3].copy_kind(), CopyKind::kHtoH);
+}
+
+TEST_F(CuptiRecordsTest, PeerCopyIsAPtoPMemcpy) {
+  ActivityBufferBuilder b;
+  b.peer_memcpy(1 << 20, 50, 60, 11, /*src=*/0, /*dst=*/1);
+  parse(b);
+  const auto ev = sink_.events();
+  ASSERT_EQ(ev.size(), 1u);
+  EXPECT_EQ(ev[0].kind, EventKind::kMemcpy);
+  EXPECT_EQ(ev[0].copy_kind(), CopyKind::kPtoP);
+  EXPECT_EQ(ev[0].bytes, uint64_t{1} << 20);
+  EXPECT_EQ(ev[0].correlation, 11u);
+  EXPECT_EQ(ev[0].src_memory, MemoryKind::kDevice);
+  EXPECT_TRUE(ev[0].has_flag(event_flags::kAsync));
+}
+
+TEST_F(CuptiRecordsTest, MemsetBecomesAMemsetEvent) {
+  ActivityBufferBuilder b;
+  b.memset(256, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, /*async=*/true, 5, 6, 12, 2, 9);
+  b.memset(128, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, /*async=*/false, 7, 8, 13);
+  parse(b);
+  const auto ev = sink_.events();
+  ASSERT_EQ(ev.size(), 2u);
+  EXPECT_EQ(ev[0].kind, EventKind::kMemset);
+  EXPECT_EQ(ev[0].bytes, 256u);
+  EXPECT_EQ(ev[0].device, 2);
+  EXPECT_EQ(ev[0].stream, 9u);
+  EXPECT_EQ(ev[0].correlation, 12u);
+  EXPECT_TRUE(ev[0].has_flag(event_flags::kAsync));
+  EXPECT_FALSE(ev[1].has_flag(event_flags::kAsync));
+}
+
+TEST_F(CuptiRecordsTest, SynchronizationRecordsCarryTheirKind) {
+  ActivityBufferBuilder b;
+  b.sync(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE, 10, 20, 1);
+  b.sync(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT, 30, 31, 2, 5);
+  b.sync(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE, 40, 90, 3, 7);
+  b.sync(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE, 100, 200, 4);
+  b.sync(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_UNKNOWN, 300, 301, 5);
+  parse(b);
+  const auto ev = sink_.events();
+  ASSERT_EQ(ev.size(), 5u);
+  EXPECT_EQ(ev[0].kind, EventKind::kSync);
+  EXPECT_EQ(ev[0].sync_kind(), SyncKind::kEvent);
+  EXPECT_EQ(ev[0].stream, 0u);  // CUPTI_SYNCHRONIZATION_INVALID_VALUE -> none
+  EXPECT_EQ(ev[1].sync_kind(), SyncKind::kStreamWaitEvent);
+  EXPECT_EQ(ev[1].stream, 5u);
+  EXPECT_EQ(ev[2].sync_kind(), SyncKind::kStream);
+  EXPECT_EQ(ev[2].correlation, 3u);
+  EXPECT_EQ(ev[2].start_ns, 40);
+  EXPECT_EQ(ev[2].end_ns, 90);
+  EXPECT_EQ(ev[3].sync_kind(), SyncKind::kContext);
+  EXPECT_EQ(ev[4].sync_kind(), SyncKind::kUnknown);
+}
+
+TEST_F(CuptiRecordsTest, RuntimeAndDriverApiRecordsAreNamedAndClassified) {
+  ActivityBufferBuilder b;
+  b.api(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 10, 15, 111, 1);
+  b.api(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000, 20, 25, 111, 2);
+  b.api(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_ptsz_v7000, 30, 80, 111, 3);
+  b.api(CUPTI_ACTIVITY_KIND_DRIVER, CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize, 31, 79, 111, 4);
+  b.api(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020, 90, 99, 222, 5);
+  b.api(CUPTI_ACTIVITY_KIND_DRIVER, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 100, 101, 222, 6);
+  b.api(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 110, 115, 333, 7);
+  parse(b);
+  const auto ev = sink_.events();
+  ASSERT_EQ(ev.size(), 7u);
+  EXPECT_EQ(ev[0].kind, EventKind::kApiCall);
+  EXPECT_EQ(sink_.name(ev[0].name), "cudaLaunchKernel");  // CUPTI's _v7000 dropped
+  EXPECT_EQ(ev[0].api_class(), ApiClass::kLaunch);
+  EXPECT_EQ(ev[0].thread, 111u);
+  EXPECT_EQ(ev[0].correlation, 1u);
+  EXPECT_EQ(sink_.name(ev[1].name), "__cudaLaunchKernel");
+  EXPECT_EQ(ev[1].api_class(), ApiClass::kLaunch);
+  EXPECT_EQ(sink_.name(ev[2].name), "cudaStreamSynchronize_ptsz");
+  EXPECT_EQ(ev[2].api_class(), ApiClass::kStreamSync);
+  EXPECT_EQ(sink_.name(ev[3].name), "cuStreamSynchronize");
+  EXPECT_EQ(ev[3].api_class(), ApiClass::kStreamSync);
+  EXPECT_EQ(ev[4].api_class(), ApiClass::kMemcpySync);
+  EXPECT_EQ(ev[4].thread, 222u);
+  EXPECT_EQ(ev[5].api_class(), ApiClass::kLaunch);
+  EXPECT_EQ(ev[6].name, ev[0].name);  // cached per (domain, cbid)
+}
+
+TEST_F(CuptiRecordsTest, UnknownCbidGivesAnUnnamedApiCall) {
+  ActivityBufferBuilder b;
+  b.api(CUPTI_ACTIVITY_KIND_RUNTIME, 99999, 10, 15, 1, 1);
+  parse(b);
+  const auto ev = sink_.events();
+  ASSERT_EQ(ev.size(), 1u);
+  EXPECT_EQ(ev[0].name, kNoName);
+  EXPECT_EQ(ev[0].api_class(), ApiClass::kOther);
+}
+
+TEST_F(CuptiRecordsTest, MemoryRecordsAreAllocations) {
+  ActivityBufferBuilder b;
+  b.memory(CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, 1 << 30, 5000, 21, 3);
+  b.memory(CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, 1 << 30, 6000, 22, 3);
+  parse(b);
+  const auto ev = sink_.events();
+  ASSERT_EQ(ev.size(), 2u);
+  EXPECT_EQ(ev[0].kind, EventKind::kAllocation);
+  EXPECT_EQ(ev[0].detail, 1);
+  EXPECT_EQ(ev[0].bytes, uint64_t{1} << 30);
+  EXPECT_EQ(ev[0].start_ns, 5000);
+  EXPECT_EQ(ev[0].end_ns, 5000);
+  EXPECT_EQ(ev[0].device, 3);
+  EXPECT_EQ(ev[0].correlation, 21u);
+  EXPECT_EQ(ev[1].detail, 2);
+  EXPECT_EQ(ev[1].start_ns, 6000);
+}
+
+TEST_F(CuptiRecordsTest, OverheadRecordsAreConvertedAndTheirDataFreed) {
+  ActivityBufferBuilder b;
+  auto* r1 = b.overhead(CUPTI_ACTIVITY_OVERHEAD_CUPTI_BUFFER_FLUSH, 100, 400, 0, /*overhead data=*/64);
+  auto* r2 = b.overhead(CUPTI_ACTIVITY_OVERHEAD_COMMAND_BUFFER_FULL, 500, 600, 3, 16);
+  ASSERT_NE(r1->overheadData, nullptr);
+  const BufferParseResult r = parse(b);
+  // The client owns overheadData: freed during the parse (ASan builds check the leak), and
+  // cleared so that nothing can free it twice.
+  EXPECT_EQ(r1->overheadData, nullptr);
+  EXPECT_EQ(r2->overheadData, nullptr);
+  EXPECT_EQ(r.cupti_overhead_ns, 400);
+  const auto ev = sink_.events();
+  ASSERT_EQ(ev.size(), 2u);
+  EXPECT_EQ(ev[0].kind, EventKind::kOverhead);
+  EXPECT_EQ(sink_.name(ev[0].name), "CUPTI overhead: buffer flush");
+  EXPECT_EQ(sink_.name(ev[1].name), "CUPTI overhead: command buffer full");
+  EXPECT_EQ(ev[1].correlation, 3u);
+}
+
+TEST_F(CuptiRecordsTest, ZeroTimestampsAreSkippedAndReportedOncePerBuffer) {
+  ActivityBufferBuilder b;
+  b.kernel("_Z1kv", 0, 0, 1);
+  b.kernel("_Z1kv", 10, 20, 2);
+  b.memcpy(CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, CUPTI_ACTIVITY_MEMORY_KIND_PINNED, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, true,
+           8, 0, 0, 3);
+  b.memset(8, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, true, 0, 0, 4);
+  b.api(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 0, 0, 1, 5);
+  b.sync(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE, 0, 0, 6);
+  b.overhead(CUPTI_ACTIVITY_OVERHEAD_CUPTI_RESOURCE, 0, 0, 7, 8);
+  b.memory(CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, 8, 0, 8);
+  const BufferParseResult r = parse(b);
+  EXPECT_EQ(r.records, 8u);
+  EXPECT_EQ(r.events, 1u);
+  EXPECT_EQ(r.zero_timestamp, 7u);
+  EXPECT_EQ(sink_.event_count(), 1u);
+  EXPECT_EQ(sink_.loss(LossKind::kZeroTimestamp), 7u);
+  EXPECT_EQ(sink_.loss_calls(LossKind::kZeroTimestamp), 1u);
+}
+
+TEST_F(CuptiRecordsTest, AnIncompleteRecordStopsTheBufferAndIsReported) {
+  ActivityBufferBuilder b;
+  b.kernel("_Z1kv", 10, 20, 1);
+  b.append_raw(/*not a CUPTI kind*/ 777, 64);
+  b.kernel("_Z1kv", 30, 40, 2);  // unreachable: CUPTI cannot step over the bad record
+  const BufferParseResult r = parse(b);
+  EXPECT_TRUE(r.incomplete);
+  EXPECT_EQ(r.events, 1u);
+  EXPECT_EQ(sink_.loss(LossKind::kIncompleteRecord), 1u);
+}
+
+TEST_F(CuptiRecordsTest, KindInvalidIsIncompleteToo) {
+  ActivityBufferBuilder b;
+  b.append_raw(CUPTI_ACTIVITY_KIND_INVALID, 40);
+  const BufferParseResult r = parse(b);
+  EXPECT_TRUE(r.incomplete);
+  EXPECT_EQ(r.events, 0u);
+  EXPECT_EQ(sink_.loss(LossKind::kIncompleteRecord), 1u);
+}
+
+TEST_F(CuptiRecordsTest, KindsOfOtherClientsAreIgnored) {
+  ActivityBufferBuilder b;
+  auto* marker = b.append<CUpti_ActivityMarker2>(CUPTI_ACTIVITY_KIND_MARKER);
+  marker->timestamp = 10;
+  b.kernel("_Z1kv", 10, 20, 1);
+  const BufferParseResult r = parse(b);
+  EXPECT_EQ(r.records, 2u);
+  EXPECT_EQ(r.ignored, 1u);
+  EXPECT_EQ(r.events, 1u);
+  EXPECT_FALSE(r.incomplete);
+}
+
+TEST_F(CuptiRecordsTest, ValidSizeBoundsTheRecordsRead) {
+  ActivityBufferBuilder b;
+  b.kernel("_Z1kv", 10, 20, 1);
+  b.kernel("_Z1kv", 30, 40, 2);
+  const BufferParseResult r = converter_.parse(b.data(), sizeof(CUpti_ActivityKernel10));
+  EXPECT_EQ(r.records, 1u);
+  EXPECT_EQ(converter_.parse(b.data(), 0).records, 0u);
+  EXPECT_EQ(converter_.parse(nullptr, 100).records, 0u);
+}
+
+TEST_F(CuptiRecordsTest, EveryKindInOneBuffer) {
+  ActivityBufferBuilder b;
+  b.api(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 1, 2, 1, 1);
+  b.kernel("_Z1kv", 3, 4, 1);
+  b.memcpy(CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, CUPTI_ACTIVITY_MEMORY_KIND_PINNED, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, true,
+           8, 5, 6, 2);
+  b.peer_memcpy(8, 7, 8, 3, 0, 1);
+  b.memset(8, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, true, 9, 10, 4);
+  b.sync(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE, 11, 12, 5);
+  b.api(CUPTI_ACTIVITY_KIND_DRIVER, CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, 13, 14, 1, 6);
+  b.memory(CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, 8, 15, 6);
+  b.overhead(CUPTI_ACTIVITY_OVERHEAD_DRIVER_COMPILER, 16, 17, 0, 8);
+  const BufferParseResult r = parse(b);
+  EXPECT_EQ(r.records, 9u);
+  EXPECT_EQ(r.events, 9u);
+  const auto ev = sink_.events();
+  ASSERT_EQ(ev.size(), 9u);
+  const EventKind expected[] = {EventKind::kApiCall, EventKind::kKernel,     EventKind::kMemcpy,
+                                EventKind::kMemcpy,  EventKind::kMemset,     EventKind::kSync,
+                                EventKind::kApiCall, EventKind::kAllocation, EventKind::kOverhead};
+  for (size_t i = 0; i < 9; ++i) EXPECT_EQ(ev[i].kind, expected[i]) << i;
+  EXPECT_EQ(ev[6].api_class(), ApiClass::kMalloc);
+}
+
+}  // namespace
+}  // namespace stepwatch::live

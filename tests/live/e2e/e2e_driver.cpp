@@ -1,0 +1,238 @@
+// stepwatch_e2e_driver: a simulated training process for the end-to-end tests.
+//
+// It loads the real libstepwatch.so the way the CUDA driver would (dlopen + InitializeInjection),
+// with STEPWATCH_CUPTI_PATH pointing at the fake libcupti, then replays a synthetic training loop
+// in real time: step marks and data phases through the C API at their moments, and the GPU/API
+// records as real CUPTI record structs delivered through the fake's buffer callbacks once they
+// have "happened". It exits normally (atexit: the exit summary) unless told otherwise.
+//
+//   stepwatch_e2e_driver INJECT_SO FAKE_CUPTI_SO SCENARIO STEPS [normal|_exit|fork|fatal|conflict|pool]
+#include <dlfcn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "fake_cupti/fake_cupti.h"
+#include "synthetic/workload.h"
+
+namespace {
+
+using stepwatch::CopyKind;
+using stepwatch::Event;
+using stepwatch::EventKind;
+using stepwatch::MemoryKind;
+
+int64_t now_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+void sleep_until_ns(int64_t t) {
+  const int64_t d = t - now_ns();
+  if (d > 0) std::this_thread::sleep_for(std::chrono::nanoseconds(d));
+}
+
+template <typename F>
+F sym(void* h, const char* name) {
+  void* p = dlsym(h, name);
+  if (!p) {
+    std::fprintf(stderr, "e2e_driver: missing symbol %s\n", name);
+    std::exit(3);
+  }
+  return reinterpret_cast<F>(p);
+}
+
+uint32_t runtime_cbid(std::string_view name) {
+  // cupti_runtime_cbid.h values of the calls the synthetic workload makes.
+  if (name == "cudaLaunchKernel") return 211;
+  if (name == "cudaMemcpyAsync") return 41;
+  if (name == "cudaMemcpy") return 31;
+  if (name == "cudaMemsetAsync") return 51;
+  if (name == "cudaStreamSynchronize") return 131;
+  if (name == "cudaEventRecord") return 135;
+  if (name == "cudaStreamWaitEvent") return 147;
+  return 0;
+}
+int cupti_copy_kind(CopyKind k) {
+  switch (k) {
+    case CopyKind::kHtoD: return 1;
+    case CopyKind::kDtoH: return 2;
+    case CopyKind::kDtoD: return 8;
+    default: return 0;
+  }
+}
+int cupti_memory_kind(MemoryKind k) {
+  switch (k) {
+    case MemoryKind::kPageable: return 1;
+    case MemoryKind::kPinned: return 2;
+    case MemoryKind::kDevice: return 3;
+    default: return 0;
+  }
+}
+
+struct Delivery {
+  const FakeCuptiControl* fake;
+  const stepwatch::Trace* trace;
+  int64_t shift_ns;
+  std::vector<const Event*> pending;  // records not yet delivered, sorted by end
+
+  // Delivers every record that has "happened" (end <= limit), in buffers from the adapter's pool.
+  void deliver_until(int64_t limit_ns) {
+    size_t n = 0;
+    while (n < pending.size() && pending[n]->end_ns + shift_ns <= limit_ns) ++n;
+    size_t i = 0;
+    while (i < n) {
+      uint8_t* buf = nullptr;
+      size_t cap = 0;
+      if (fake->request_buffer(&buf, &cap) != 1 || buf == nullptr) return;  // pool exhausted: counted by the adapter
+      size_t off = 0;
+      for (; i < n; ++i) {
+        const size_t next = append(buf, cap, off, *pending[i]);
+        if (next == 0) break;  // buffer full
+        off = next;
+      }
+      fake->complete_buffer(buf, off);
+    }
+    pending.erase(pending.begin(), pending.begin() + static_cast<std::ptrdiff_t>(n));
+  }
+
+  size_t append(uint8_t* buf, size_t cap, size_t off, const Event& e) {
+    const auto s = static_cast<uint64_t>(e.start_ns + shift_ns);
+    const auto t = static_cast<uint64_t>(e.end_ns + shift_ns);
+    const auto corr = static_cast<uint32_t>(e.correlation);
+    // CUPTI's record names point into memory that outlives the buffer: the trace's name table
+    // (NUL-terminated std::string storage) does too.
+    const std::string_view name = trace->names.view(e.name);
+    switch (e.kind) {
+      case EventKind::kKernel:
+        return fake->append_kernel(buf, cap, off, name.data(), s, t, corr, 0, e.stream);
+      case EventKind::kMemcpy:
+        return fake->append_memcpy(buf, cap, off, cupti_copy_kind(e.copy_kind()), cupti_memory_kind(e.src_memory),
+                                   cupti_memory_kind(e.dst_memory), 1, e.bytes, s, t, corr, corr, 0, e.stream);
+      case EventKind::kApiCall: {
+        const uint32_t cbid = runtime_cbid(name);
+        return cbid ? fake->append_api(buf, cap, off, 0, cbid, s, t, e.thread, corr) : off;
+      }
+      default:
+        return off;  // memsets and host ranges are not CUPTI activity records here
+    }
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 5) {
+    std::fprintf(stderr, "usage: %s INJECT_SO FAKE_CUPTI_SO SCENARIO STEPS [mode]\n", argv[0]);
+    return 2;
+  }
+  const std::string inject = argv[1], fake_so = argv[2], scenario = argv[3];
+  const int steps = std::atoi(argv[4]);
+  const std::string mode = argc > 5 ? argv[5] : "normal";
+
+  void* fh = dlopen(fake_so.c_str(), RTLD_NOW | RTLD_GLOBAL);
+  if (!fh) {
+    std::fprintf(stderr, "e2e_driver: %s\n", dlerror());
+    return 3;
+  }
+  const FakeCuptiControl* fake = sym<const FakeCuptiControl* (*)()>(fh, "fake_cupti_control")();
+  fake->reset();
+  setenv("STEPWATCH_CUPTI_PATH", fake_so.c_str(), 1);
+  if (mode == "conflict") {
+    // Another CUPTI client (Nsight Systems) already holds the subscription.
+    fake->set_subscribe_result(39);
+    fake->set_old_subscriber("Nsight Systems");
+  }
+
+  void* sw = dlopen(inject.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!sw) {
+    std::fprintf(stderr, "e2e_driver: %s\n", dlerror());
+    return 3;
+  }
+  auto init = sym<int (*)()>(sw, "InitializeInjection");
+  auto step_begin = sym<int (*)(int64_t)>(sw, "stepwatch_step_begin");
+  auto step_end = sym<int (*)()>(sw, "stepwatch_step_end");
+  auto phase_push = sym<int (*)(const char*)>(sw, "stepwatch_phase_push");
+  auto phase_pop = sym<int (*)()>(sw, "stepwatch_phase_pop");
+  auto flush = sym<int (*)()>(sw, "stepwatch_flush");
+  if (init() != 1) return 4;
+  if (mode == "pool") {
+    // Buffers CUPTI holds and never completes: the pool reaches its cap and hands out NULL.
+    for (int i = 0; i < 64; ++i) {
+      uint8_t* buf = nullptr;
+      size_t cap = 0;
+      fake->request_buffer(&buf, &cap);
+    }
+  }
+
+  stepwatch::synthetic::ScenarioOptions opts;
+  opts.steps = steps;
+  opts.first_step = 0;
+  const auto run = stepwatch::synthetic::make_scenario(scenario + "+no_marks", opts);
+
+  Delivery d{fake, &run.trace, (now_ns() + 100'000'000) - run.truth.front().start_ns, {}};
+  // Host markers, replayed at their moments through the C API.
+  struct Action {
+    int64_t t;
+    int what;  // 0 step begin, 1 step end, 2 phase push, 3 phase pop
+    int64_t step;
+    std::string name;
+  };
+  std::vector<Action> actions;
+  for (const auto& t : run.truth) {
+    actions.push_back({t.start_ns, 0, t.step, {}});
+    actions.push_back({t.end_ns, 1, t.step, {}});
+  }
+  for (const Event& e : run.trace.events) {
+    if (e.kind == EventKind::kRange && run.trace.names.view(e.name).find("DataLoader") != std::string_view::npos) {
+      actions.push_back({e.start_ns, 2, 0, std::string(run.trace.names.view(e.name))});
+      actions.push_back({e.end_ns, 3, 0, {}});
+    }
+    if (e.is_gpu_record() || e.kind == EventKind::kApiCall) d.pending.push_back(&e);
+  }
+  std::stable_sort(actions.begin(), actions.end(), [](const Action& a, const Action& b) { return a.t < b.t; });
+  std::sort(d.pending.begin(), d.pending.end(), [](const Event* a, const Event* b) { return a->end_ns < b->end_ns; });
+
+  int steps_done = 0;
+  for (const Action& a : actions) {
+    sleep_until_ns(a.t + d.shift_ns);
+    switch (a.what) {
+      case 0: step_begin(a.step); break;
+      case 1:
+        step_end();
+        d.deliver_until(now_ns());
+        ++steps_done;
+        if (mode == "fatal" && steps_done == steps / 2) fake->fire_fatal_error(999, "simulated fatal error");
+        if (mode == "fork" && steps_done == steps / 2) {
+          const pid_t pid = fork();
+          if (pid == 0) {
+            // The child: stepwatch must be off here and must not touch the parent's threads.
+            auto enabled = sym<int (*)()>(sw, "stepwatch_enabled");
+            const int rc = enabled() == 0 && step_begin(1) != 0 ? 0 : 7;
+            _exit(rc);
+          }
+          int status = 0;
+          waitpid(pid, &status, 0);
+          std::printf("fork child exit %d\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+        }
+        break;
+      case 2: phase_push(a.name.c_str()); break;
+      case 3: phase_pop(); break;
+    }
+  }
+  if (!d.pending.empty()) sleep_until_ns(d.pending.back()->end_ns + d.shift_ns);
+  d.deliver_until(now_ns());
+  flush();
+  std::fflush(stdout);
+  if (mode == "_exit") _exit(0);  // no atexit: outputs written so far must still be valid
+  return 0;
+}

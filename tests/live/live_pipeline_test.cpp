@@ -1,0 +1,225 @@
+// The live pipeline judges the same steps the same way as the offline analyzer, whatever the
+// order in which records arrive, and only once the watermark says a step's records are complete.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+
+#include "live/live_pipeline.h"
+#include "stepwatch/core/analysis.h"
+#include "stepwatch/detectors/registry.h"
+#include "synthetic/workload.h"
+
+namespace stepwatch::live {
+namespace {
+
+class Recorder final : public LiveReporter {
+ public:
+  struct Step {
+    StepView view;
+    bool judged;
+    std::vector<Finding> findings;
+  };
+  void on_step(const StepView& v, StepStatus status, std::span<const Finding> f) override {
+    steps.push_back({v, status == StepStatus::kJudged, {f.begin(), f.end()}});
+  }
+  void on_run_finding(const Finding& f) override { run_findings.push_back(f); }
+  void on_first_fire(const Finding& f, std::span<const StepCapture* const> recent, const NameTable&) override {
+    first_fires.emplace_back(f.detector, recent.size());
+  }
+  void on_events(std::span<const Event> e) override { events_seen += e.size(); }
+
+  std::vector<Step> steps;
+  std::vector<Finding> run_findings;
+  std::vector<std::pair<std::string, size_t>> first_fires;
+  size_t events_seen = 0;
+};
+
+LiveConfig test_config() {
+  LiveConfig c;
+  c.warmup_steps = 0;
+  c.flush_period_ms = 100;
+  return c;
+}
+
+// Delivers events in chunks ordered by end time, shuffled inside each chunk (per-thread
+// buffers arrive out of order), advancing the watermark to the earliest end still undelivered.
+void replay(const Trace& trace, LivePipeline& pipeline, size_t chunk, uint64_t seed) {
+  std::vector<Event> events = trace.events;
+  std::sort(events.begin(), events.end(), [](const Event& a, const Event& b) { return a.end_ns < b.end_ns; });
+  std::mt19937_64 rng(seed);
+  for (size_t i = 0; i < events.size(); i += chunk) {
+    const size_t end = std::min(events.size(), i + chunk);
+    std::vector<Event> batch(events.begin() + static_cast<std::ptrdiff_t>(i), events.begin() + static_cast<std::ptrdiff_t>(end));
+    std::shuffle(batch.begin(), batch.end(), rng);
+    pipeline.ingest(batch);
+    if (end < events.size()) pipeline.advance(events[end].end_ns);
+  }
+  pipeline.finish();
+}
+
+class LiveMatchesOffline : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(LiveMatchesOffline, SameStepsAndFindings) {
+  synthetic::ScenarioOptions opts;
+  opts.steps = 10;
+  synthetic::SyntheticRun run = synthetic::make_scenario(GetParam(), opts);
+
+  LiveConfig config = test_config();
+  Trace offline_trace = run.trace;
+  auto detectors = make_detectors(config.analysis);
+  const RankResult offline = analyze_rank(offline_trace, 0, config.analysis, detectors);
+
+  LossCounters losses;
+  Recorder rec;
+  LivePipeline pipeline(config, run.trace.names, losses, rec);
+  replay(run.trace, pipeline, 257, 42);
+
+  ASSERT_EQ(rec.steps.size(), offline.steps.size());
+  std::vector<Finding> live_findings;
+  for (size_t i = 0; i < rec.steps.size(); ++i) {
+    const StepView& a = rec.steps[i].view;
+    const StepView& b = offline.steps[i];
+    SCOPED_TRACE("step " + std::to_string(b.step));
+    EXPECT_TRUE(rec.steps[i].judged);
+    EXPECT_EQ(a.step, b.step);
+    EXPECT_EQ(a.start_ns, b.start_ns);
+    EXPECT_EQ(a.end_ns, b.end_ns);
+    EXPECT_EQ(a.compute_ns, b.compute_ns);
+    EXPECT_EQ(a.exposed_comm_ns, b.exposed_comm_ns);
+    EXPECT_EQ(a.copy_only_ns, b.copy_only_ns);
+    EXPECT_EQ(a.idle.ns, b.idle.ns);
+    EXPECT_EQ(a.blocked_idle_ns, b.blocked_idle_ns);
+    EXPECT_EQ(a.kernels, b.kernels);
+    EXPECT_EQ(a.syncs, b.syncs);
+    live_findings.insert(live_findings.end(), rec.steps[i].findings.begin(), rec.steps[i].findings.end());
+  }
+  ASSERT_EQ(live_findings.size(), offline.findings.size());
+  for (size_t i = 0; i < live_findings.size(); ++i) {
+    EXPECT_EQ(live_findings[i].detector, offline.findings[i].detector);
+    EXPECT_EQ(live_findings[i].step, offline.findings[i].step);
+    EXPECT_DOUBLE_EQ(live_findings[i].cost_ms, offline.findings[i].cost_ms);
+    EXPECT_EQ(live_findings[i].message, offline.findings[i].message);
+  }
+  EXPECT_TRUE(rec.run_findings.empty());
+  EXPECT_EQ(rec.events_seen, run.trace.events.size());
+  // Bounded retention: at the end only the last step's neighbourhood is kept.
+  EXPECT_LT(pipeline.retained_events(), run.trace.events.size() / 3);
+}
+
+INSTANTIATE_TEST_SUITE_P(Scenarios, LiveMatchesOffline,
+                         ::testing::Values("gpu_bound", "ddp_overlap", "slow_dataloader", "item_sync", "pageable_copy",
+                                           "serialized_allreduce"));
+
+TEST(LivePipeline, WaitsForTheWatermarkBeforeJudging) {
+  synthetic::ScenarioOptions opts;
+  opts.steps = 4;
+  synthetic::SyntheticRun run = synthetic::make_scenario("item_sync", opts);
+  LossCounters losses;
+  Recorder rec;
+  LiveConfig config = test_config();
+  LivePipeline pipeline(config, run.trace.names, losses, rec);
+  std::vector<Event> all = run.trace.events;
+  pipeline.ingest(all);
+  const int64_t first_end = run.truth[0].end_ns;
+  pipeline.advance(first_end);  // the margin (one flush period) has not passed yet
+  EXPECT_TRUE(rec.steps.empty());
+  pipeline.advance(first_end + pipeline.margin_ns());
+  ASSERT_GE(rec.steps.size(), 1u);
+  EXPECT_EQ(rec.steps[0].view.step, run.truth[0].step);
+}
+
+TEST(LivePipeline, WarmupStepsAreMeasuredButNotJudged) {
+  synthetic::ScenarioOptions opts;
+  opts.steps = 6;
+  synthetic::SyntheticRun run = synthetic::make_scenario("serialized_allreduce", opts);
+  LossCounters losses;
+  Recorder rec;
+  LiveConfig config = test_config();
+  config.warmup_steps = 2;
+  LivePipeline pipeline(config, run.trace.names, losses, rec);
+  replay(run.trace, pipeline, 1000, 1);
+  ASSERT_EQ(rec.steps.size(), 6u);
+  for (size_t i = 0; i < 6; ++i) {
+    EXPECT_EQ(rec.steps[i].judged, i >= 2);
+    EXPECT_EQ(rec.steps[i].findings.empty(), i < 2) << i;
+  }
+  ASSERT_EQ(rec.first_fires.size(), 1u);
+  EXPECT_EQ(rec.first_fires[0].first, "exposed_collective");
+  EXPECT_EQ(rec.first_fires[0].second, 3u);  // the ring holds the steps so far
+}
+
+TEST(LivePipeline, ExplicitMarksDelimitSteps) {
+  synthetic::ScenarioOptions opts;
+  opts.steps = 5;
+  synthetic::SyntheticRun run = synthetic::make_scenario("gpu_bound+no_marks", opts);
+  // Marks at the model's step starts, numbered from 100.
+  for (size_t i = 0; i < run.truth.size(); ++i) {
+    Event& m = run.trace.add(EventKind::kStepMark, "step", run.truth[i].start_ns, run.truth[i].start_ns);
+    m.step = 100 + static_cast<int64_t>(i);
+  }
+  LossCounters losses;
+  Recorder rec;
+  LivePipeline pipeline(test_config(), run.trace.names, losses, rec);
+  replay(run.trace, pipeline, 500, 3);
+  ASSERT_EQ(rec.steps.size(), 5u);
+  EXPECT_EQ(rec.steps[0].view.step, 100);
+  EXPECT_EQ(rec.steps[0].view.source, StepSource::kExplicit);
+  EXPECT_EQ(rec.steps[0].view.end_ns, run.truth[1].start_ns);
+  for (const auto& s : rec.steps) EXPECT_TRUE(s.findings.empty()) << s.findings.size();
+}
+
+TEST(LivePipeline, LossesBecomeADataLossFinding) {
+  synthetic::ScenarioOptions opts;
+  opts.steps = 3;
+  synthetic::SyntheticRun run = synthetic::make_scenario("gpu_bound", opts);
+  LossCounters losses;
+  Recorder rec;
+  LivePipeline pipeline(test_config(), run.trace.names, losses, rec);
+  losses.add(LossKind::kCuptiDropped, 120);
+  losses.add(LossKind::kZeroTimestamp, 3);
+  replay(run.trace, pipeline, 1000, 1);
+  ASSERT_EQ(rec.run_findings.size(), 1u);
+  const Finding& f = rec.run_findings[0];
+  EXPECT_EQ(f.detector, "data_loss");
+  EXPECT_NE(f.message.find("123 trace records lost"), std::string::npos) << f.message;
+  EXPECT_NE(f.message.find("cupti_dropped 120"), std::string::npos);
+}
+
+TEST(LivePipeline, NoStepMarksIsReportedOnceWhenTheRetentionCapIsReached) {
+  synthetic::ScenarioOptions opts;
+  opts.steps = 40;
+  synthetic::SyntheticRun run = synthetic::make_scenario("gpu_bound+no_marks", opts);
+  LossCounters losses;
+  Recorder rec;
+  LiveConfig config = test_config();
+  config.memory_cap_bytes = 8 << 20;  // 64k retained events at most
+  LivePipeline pipeline(config, run.trace.names, losses, rec);
+  for (int rep = 0; rep < 8; ++rep) {
+    std::vector<Event> copy = run.trace.events;
+    pipeline.ingest(copy);
+  }
+  EXPECT_LE(pipeline.retained_events(), static_cast<size_t>((8 << 20) / 2 / sizeof(Event)));
+  ASSERT_EQ(rec.run_findings.size(), 1u);
+  EXPECT_EQ(rec.run_findings[0].detector, "no_step_marks");
+  EXPECT_EQ(losses.total(), 0u);  // not data loss: nothing could have been judged
+}
+
+TEST(LivePipeline, StepsWhileUntracedAreNotJudged) {
+  synthetic::ScenarioOptions opts;
+  opts.steps = 4;
+  synthetic::SyntheticRun run = synthetic::make_scenario("serialized_allreduce", opts);
+  LossCounters losses;
+  Recorder rec;
+  LivePipeline pipeline(test_config(), run.trace.names, losses, rec);
+  pipeline.set_untraced({{run.truth[1].start_ns + 1, run.truth[2].start_ns + 1}});
+  replay(run.trace, pipeline, 1000, 1);
+  ASSERT_EQ(rec.steps.size(), 4u);
+  EXPECT_TRUE(rec.steps[0].judged);
+  EXPECT_FALSE(rec.steps[1].judged);
+  EXPECT_FALSE(rec.steps[2].judged);
+  EXPECT_TRUE(rec.steps[3].judged);
+}
+
+}  // namespace
+}  // namespace stepwatch::live
