@@ -54,23 +54,19 @@ const CuptiApi* real_cupti() {
   return api;
 }
 
-// A training step's worth of distinct kernels: names repeat, as they do in a real buffer.
-const std::vector<std::string>& kernel_names() {
-  static const std::vector<std::string> names = [] {
-    std::vector<std::string> v;
-    for (int i = 0; i < 200; ++i) {
-      v.push_back("_ZN7cutlass6KernelINS_4gemm6kernel4GemmILi" + std::to_string(i) + "EEEEvNT_6ParamsE");
-    }
-    v.push_back("_Z38ncclDevKernel_AllReduce_Sum_f32_RING_LL24ncclDevKernelArgsStorageILm4096EE");
-    return v;
-  }();
-  return names;
+// Distinct kernel names: a training step launches a few hundred distinct kernels, repeatedly.
+std::vector<std::string> kernel_names(size_t distinct) {
+  std::vector<std::string> v;
+  v.push_back("_Z38ncclDevKernel_AllReduce_Sum_f32_RING_LL24ncclDevKernelArgsStorageILm4096EE");
+  for (size_t i = 1; i < distinct; ++i) {
+    v.push_back("_ZN7cutlass6KernelINS_4gemm6kernel4GemmILi" + std::to_string(i) + "EEEEvNT_6ParamsE");
+  }
+  return v;
 }
 
 constexpr size_t kBufferBytes = 4u << 20;  // the adapter's default activity buffer
 
-void fill_kernels(ActivityBufferBuilder& b) {
-  const auto& names = kernel_names();
+void fill_kernels(ActivityBufferBuilder& b, const std::vector<std::string>& names) {
   uint64_t t = 1'700'000'000'000'000'000ull;
   for (uint32_t i = 0;; ++i) {
     if (b.kernel(names[i % names.size()].c_str(), t, t + 2'000, i, 0, 7 + i % 4) == nullptr) break;
@@ -84,8 +80,9 @@ void BM_CuptiIngestKernels(benchmark::State& state) {
     state.SkipWithError("libcupti.so.13 not found");
     return;
   }
+  const std::vector<std::string> names = kernel_names(static_cast<size_t>(state.range(0)));
   ActivityBufferBuilder buffer(kBufferBytes);
-  fill_kernels(buffer);
+  fill_kernels(buffer, names);
   VectorSink sink(kBufferBytes / sizeof(CUpti_ActivityKernel10) + 16);
   RecordConverter converter(*api, sink);
   uint64_t records = 0;
@@ -98,7 +95,8 @@ void BM_CuptiIngestKernels(benchmark::State& state) {
   state.SetItemsProcessed(static_cast<int64_t>(records));
   state.counters["records_per_buffer"] = static_cast<double>(records) / static_cast<double>(state.iterations());
 }
-BENCHMARK(BM_CuptiIngestKernels)->Unit(benchmark::kMicrosecond);
+// Arg: distinct kernel names in the buffer (the default case is a few hundred).
+BENCHMARK(BM_CuptiIngestKernels)->Arg(16)->Arg(200)->Arg(4000)->Unit(benchmark::kMicrosecond);
 
 // A launch-bound mix: per launch one runtime API record and one kernel, plus a copy now and then.
 void BM_CuptiIngestMixed(benchmark::State& state) {
@@ -108,7 +106,7 @@ void BM_CuptiIngestMixed(benchmark::State& state) {
     return;
   }
   ActivityBufferBuilder b(kBufferBytes);
-  const auto& names = kernel_names();
+  const std::vector<std::string> names = kernel_names(200);
   uint64_t t = 1'700'000'000'000'000'000ull;
   for (uint32_t i = 0;; ++i, t += 3'000) {
     if (b.api(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000, t, t + 400, 1234, i) ==
@@ -141,7 +139,8 @@ void BM_CuptiGetNextRecordOnly(benchmark::State& state) {
     return;
   }
   ActivityBufferBuilder buffer(kBufferBytes);
-  fill_kernels(buffer);
+  const std::vector<std::string> names = kernel_names(200);
+  fill_kernels(buffer, names);
   uint64_t records = 0;
   for (auto _ : state) {
     CUpti_Activity* record = nullptr;

@@ -1,12 +1,14 @@
 // `stepwatch` — the command line front end.
 //   stepwatch analyze [options] FILE|DIR...   offline analysis of Kineto traces
 //   stepwatch detectors                       the registered detector ids
+//   stepwatch run [--output-dir D] -- CMD...  run a training command with stepwatch injected
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
 #include <iostream>
 
 #include "analyze_command.h"
+#include "run_command.h"
 #include "stepwatch/detectors/registry.h"
 
 int main(int argc, char** argv) {
@@ -19,6 +21,11 @@ int main(int argc, char** argv) {
   stepwatch::cli::add_analyze_options(*analyze, analyze_opts);
 
   CLI::App* detectors = app.add_subcommand("detectors", "List the detector ids with one-line descriptions");
+
+  stepwatch::cli::RunOptions run_opts;
+  CLI::App* run = app.add_subcommand("run", "Run a training command with stepwatch injected (CUDA_INJECTION64_PATH, "
+                                            "NVTX_INJECTION64_PATH)");
+  stepwatch::cli::add_run_options(*run, run_opts);
 
   try {
     app.parse(argc, argv);
@@ -36,5 +43,6 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (*analyze) return stepwatch::cli::run_analyze(analyze_opts);
+  if (*run) return stepwatch::cli::run_command(run_opts);
   return 0;
 }

@@ -28,7 +28,7 @@ MemoryKind host_side_memory(const Event& copy) {
 
 Timeline::Timeline(std::span<const Event> events, const NameTable& names, const AnalysisConfig& config)
     : events_(events), names_(names), config_(config) {
-  std::vector<Interval> compute, comm, copy, data;
+  std::vector<Interval> compute, comm, copy, data, gc;
   const std::regex data_pattern(config.data_pattern, std::regex::ECMAScript | std::regex::optimize);
   std::unordered_map<NameId, bool> data_match;
 
@@ -63,8 +63,12 @@ Timeline::Timeline(std::span<const Event> events, const NameTable& names, const 
           it->second = std::regex_search(n.begin(), n.end(), data_pattern);
         }
         if (it->second) data.push_back({e.start_ns, e.end_ns});
+        if (names.view(e.name) == "gc") gc.push_back({e.start_ns, e.end_ns});
         break;
       }
+      case EventKind::kAllocation:
+        alloc_by_start_.push_back(i);
+        break;
       default:
         break;
     }
@@ -74,10 +78,12 @@ Timeline::Timeline(std::span<const Event> events, const NameTable& names, const 
   copy_ = IntervalSet::from_unsorted(std::move(copy));
   busy_ = compute_.unite(comm_).unite(copy_);
   data_wait_ = IntervalSet::from_unsorted(std::move(data));
+  gc_ = IntervalSet::from_unsorted(std::move(gc));
 
   auto by_start = [&](uint32_t a, uint32_t b) { return events[a].start_ns < events[b].start_ns; };
   std::sort(gpu_by_start_.begin(), gpu_by_start_.end(), by_start);
   std::sort(api_by_start_.begin(), api_by_start_.end(), by_start);
+  std::sort(alloc_by_start_.begin(), alloc_by_start_.end(), by_start);
 
   // Blocking calls (rule 2 and B) and enqueue calls (rule 3's launch evidence).
   api_blocks_.assign(events.size(), 0);
@@ -251,6 +257,7 @@ StepView analyze_step(const StepWindow& window, const Timeline& tl, int rank) {
   const IntervalSet blocked = tl.blocking().clip(s, e);
   v.blocked_idle_ns = blocked.total_length() - blocked.intersect(busy).total_length();
   v.data_wait_ns = tl.data_wait().measure_within(s, e);
+  v.gc_ns = tl.gc().measure_within(s, e);
 
   // Every idle gap of the whole timeline that overlaps the window.
   const GapContext ctx{tl, tl.config().sync_slack_ns};
@@ -279,12 +286,42 @@ StepView analyze_step(const StepWindow& window, const Timeline& tl, int rank) {
   auto first = std::lower_bound(gpu.begin(), gpu.end(), s - tl.max_gpu_duration_ns(),
                                 [&](uint32_t idx, int64_t t) { return events[idx].start_ns < t; });
   std::map<CollectiveType, std::vector<Interval>> by_type;
+  std::vector<int64_t> kernel_ns;
+  std::unordered_map<NameId, KernelStat> by_kernel;
   for (auto it = first; it != gpu.end() && events[*it].start_ns < e; ++it) {
     const Event& r = events[*it];
-    if (r.end_ns <= s || r.kind != EventKind::kKernel) continue;
-    if (r.start_ns >= s) ++v.kernels;
+    if (r.end_ns <= s) continue;
+    if (r.kind == EventKind::kMemcpy && r.start_ns >= s) {
+      v.copies.push_back(CopyRecord{r.copy_kind(), r.src_memory, r.dst_memory, r.bytes, r.start_ns, r.duration_ns(),
+                                    r.has_flag(event_flags::kAsync)});
+    }
+    if (r.kind != EventKind::kKernel) continue;
     if (r.is_comm_kernel()) by_type[r.collective].push_back({std::max(r.start_ns, s), std::min(r.end_ns, e)});
+    if (r.start_ns < s) continue;
+    ++v.kernels;
+    kernel_ns.push_back(r.duration_ns());
+    KernelStat& k = by_kernel[r.name];
+    ++k.count;
+    k.total_ns += r.duration_ns();
+    if (r.is_compute_kernel() && tl.comm().measure_within(r.start_ns, r.end_ns) > 0) {
+      ++k.overlapped_count;
+      k.overlapped_total_ns += r.duration_ns();
+    }
   }
+  if (!kernel_ns.empty()) {
+    auto mid = kernel_ns.begin() + static_cast<std::ptrdiff_t>(kernel_ns.size() / 2);
+    std::nth_element(kernel_ns.begin(), mid, kernel_ns.end());
+    v.median_kernel_ns = *mid;
+  }
+  for (auto& [name, k] : by_kernel) {
+    k.name = std::string(tl.names().view(name));
+    v.top_kernels.push_back(std::move(k));
+  }
+  std::sort(v.top_kernels.begin(), v.top_kernels.end(),
+            [](const KernelStat& x, const KernelStat& y) { return x.total_ns > y.total_ns; });
+  if (v.top_kernels.size() > StepView::kTopKernels) v.top_kernels.resize(StepView::kTopKernels);
+  std::sort(v.copies.begin(), v.copies.end(), [](const CopyRecord& x, const CopyRecord& y) { return x.bytes > y.bytes; });
+  if (v.copies.size() > StepView::kMaxCopies) v.copies.resize(StepView::kMaxCopies);
   for (auto& [type, list] : by_type) {
     const IntervalSet set = IntervalSet::from_unsorted(std::move(list));
     CollectiveStat stat;
@@ -306,7 +343,23 @@ StepView analyze_step(const StepWindow& window, const Timeline& tl, int rank) {
     if (call.api_class() == ApiClass::kLaunch) {
       ++v.launches;
       v.launch_api_ns += std::min(call.end_ns, e) - call.start_ns;
+    } else if (call.api_class() == ApiClass::kMalloc || call.api_class() == ApiClass::kFree) {
+      AllocationStat& a = v.allocations;
+      ++a.calls;
+      a.host_ns += call.duration_ns();
+      if (call.duration_ns() > a.max_call_ns) {
+        a.max_call_ns = call.duration_ns();
+        a.slowest_call = std::string(tl.names().view(call.name));
+      }
     }
+  }
+
+  const auto allocs = tl.allocations_by_start();
+  auto alloc_first = std::lower_bound(allocs.begin(), allocs.end(), s,
+                                      [&](uint32_t idx, int64_t t) { return events[idx].start_ns < t; });
+  for (auto it = alloc_first; it != allocs.end() && events[*it].start_ns < e; ++it) {
+    ++v.allocations.driver_events;
+    if (events[*it].detail == 1) v.allocations.bytes += events[*it].bytes;
   }
 
   // Blocking calls overlapping the window, grouped by name.
@@ -324,8 +377,10 @@ StepView analyze_step(const StepWindow& window, const Timeline& tl, int rank) {
     ++stat.count;
     stat.host_ns += std::max<int64_t>(0, hi - lo);
     stat.gpu_idle_ns += std::max<int64_t>(0, hi - lo) - busy.measure_within(lo, hi);
+    stat.no_compute_ns += std::max<int64_t>(0, hi - lo) - c.measure_within(lo, hi);
     if (const Event* cp = tl.copy_of(call)) {
       stat.bytes += cp->bytes;
+      stat.copy_gpu_ns += cp->duration_ns();
       stat.copy_kind = cp->copy_kind();
       stat.host_memory = host_side_memory(*cp);
     }

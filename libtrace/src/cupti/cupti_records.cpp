@@ -88,45 +88,6 @@ std::string_view without_version_suffix(std::string_view name) {
   return name.substr(0, us);
 }
 
-// Kernel names within one buffer repeat a lot (a training step launches the same few hundred
-// kernels over and over): a small direct-mapped cache keyed by CUPTI's name pointer saves a
-// sink.intern() (hash + lock) and a classify_collective() (substring searches) per record. Scoped
-// to one buffer on purpose: CUPTI owns the strings, and a pointer reused after a module unload
-// must not map to a stale name.
-class KernelNameCache {
- public:
-  struct Entry {
-    const char* key = nullptr;
-    NameId name = kNoName;
-    CollectiveType collective = CollectiveType::kNone;
-  };
-  const Entry& get(const char* name, EventSink& sink) {
-    const auto key = reinterpret_cast<uintptr_t>(name);
-    const size_t home = static_cast<size_t>((key * 0x9E3779B97F4A7C15ull) >> (64 - kBits));
-    // Linear probing over a few slots: a buffer's few hundred distinct names all stay cached
-    // (a direct-mapped table thrashed on collisions); past that the home slot is recycled.
-    for (size_t i = 0; i < kProbes; ++i) {
-      Entry& slot = slots_[(home + i) & (kSlots - 1)];
-      if (slot.key == name) return slot;
-      if (slot.key == nullptr) return fill(slot, name, sink);
-    }
-    return fill(slots_[home], name, sink);
-  }
-
- private:
-  static constexpr int kBits = 10;
-  static constexpr size_t kSlots = size_t{1} << kBits;
-  static constexpr size_t kProbes = 8;
-  static const Entry& fill(Entry& slot, const char* name, EventSink& sink) {
-    const std::string_view view(name);
-    slot.key = name;
-    slot.name = sink.intern(view);
-    slot.collective = classify_collective(view);
-    return slot;
-  }
-  Entry slots_[kSlots];
-};
-
 struct OverheadKindName {
   size_t slot;
   const char* name;
@@ -150,7 +111,85 @@ OverheadKindName overhead_kind_name(uint32_t kind) {
 
 }  // namespace
 
+// Kernel names repeat a lot (a training step launches the same few hundred kernels over and
+// over, Inductor graphs a few thousand): an open-addressing cache keyed by CUPTI's name pointer
+// saves a sink.intern() (hash + lock) and a classify_collective() (substring searches) per record.
+// Valid for one buffer only (its generation): CUPTI owns the strings, and a pointer reused after a
+// module unload must not map to a stale name. A new generation empties it in O(1).
+class KernelNameCache {
+ public:
+  struct Entry {
+    const char* key = nullptr;
+    NameId name = kNoName;
+    uint32_t generation = 0;
+    CollectiveType collective = CollectiveType::kNone;
+  };
+
+  void next_buffer() noexcept {
+    if (++generation_ == 0) {  // wrapped: really clear once every 2^32 buffers
+      for (Entry& e : slots_) e = Entry{};
+      generation_ = 1;
+    }
+  }
+
+  const Entry& get(const char* name, EventSink& sink) {
+    const auto key = reinterpret_cast<uintptr_t>(name);
+    const size_t home = static_cast<size_t>((key * 0x9E3779B97F4A7C15ull) >> (64 - kBits));
+    // Linear probing over a few slots; when they are all taken the home slot is recycled.
+    for (size_t i = 0; i < kProbes; ++i) {
+      Entry& slot = slots_[(home + i) & (kSlots - 1)];
+      if (slot.generation != generation_) return fill(slot, name, sink);
+      if (slot.key == name) return slot;
+    }
+    return fill(slots_[home], name, sink);
+  }
+
+ private:
+  static constexpr int kBits = 12;
+  static constexpr size_t kSlots = size_t{1} << kBits;  // 96 KiB
+  static constexpr size_t kProbes = 8;
+
+  const Entry& fill(Entry& slot, const char* name, EventSink& sink) {
+    const std::string_view view(name);
+    slot.key = name;
+    slot.name = sink.intern(view);
+    slot.collective = classify_collective(view);
+    slot.generation = generation_;
+    return slot;
+  }
+
+  std::vector<Entry> slots_ = std::vector<Entry>(kSlots);
+  uint32_t generation_ = 0;
+};
+
 RecordConverter::RecordConverter(const CuptiApi& api, EventSink& sink) noexcept : api_(api), sink_(sink) {}
+
+RecordConverter::~RecordConverter() = default;
+
+std::unique_ptr<KernelNameCache> RecordConverter::acquire_cache() noexcept {
+  try {
+    {
+      std::lock_guard lock(caches_mu_);
+      if (!idle_caches_.empty()) {
+        std::unique_ptr<KernelNameCache> cache = std::move(idle_caches_.back());
+        idle_caches_.pop_back();
+        return cache;
+      }
+    }
+    return std::make_unique<KernelNameCache>();
+  } catch (...) {
+    return nullptr;  // out of memory: parse without the cache
+  }
+}
+
+void RecordConverter::release_cache(std::unique_ptr<KernelNameCache> cache) noexcept {
+  if (cache == nullptr) return;
+  try {
+    std::lock_guard lock(caches_mu_);
+    idle_caches_.push_back(std::move(cache));
+  } catch (...) {
+  }
+}
 
 RecordConverter::ApiName RecordConverter::api_name(CUpti_CallbackDomain domain, uint32_t cbid) noexcept {
   std::atomic<uint64_t>* slot = nullptr;
@@ -190,7 +229,8 @@ NameId RecordConverter::overhead_name(uint32_t overhead_kind) noexcept {
 BufferParseResult RecordConverter::parse(uint8_t* buffer, size_t valid_bytes) noexcept {
   BufferParseResult result;
   if (buffer == nullptr || valid_bytes == 0) return result;
-  KernelNameCache kernel_names;
+  std::unique_ptr<KernelNameCache> kernel_names = acquire_cache();
+  if (kernel_names != nullptr) kernel_names->next_buffer();
   CUpti_Activity* record = nullptr;
   for (;;) {
     const CUptiResult status = api_.cuptiActivityGetNextRecord(buffer, valid_bytes, &record);
@@ -216,10 +256,13 @@ BufferParseResult RecordConverter::parse(uint8_t* buffer, size_t valid_bytes) no
         ev.device = device_of(r->deviceId);
         ev.stream = r->streamId;
         if (ev.start_ns == 0 && ev.end_ns == 0) break;  // skipped below; no name needed
-        if (r->name != nullptr) {
-          const KernelNameCache::Entry& n = kernel_names.get(r->name, sink_);
+        if (r->name != nullptr && kernel_names != nullptr) {
+          const KernelNameCache::Entry& n = kernel_names->get(r->name, sink_);
           ev.name = n.name;
           ev.collective = n.collective;
+        } else if (r->name != nullptr) {
+          ev.name = sink_.intern(r->name);
+          ev.collective = classify_collective(r->name);
         }
         break;
       }
@@ -339,6 +382,7 @@ BufferParseResult RecordConverter::parse(uint8_t* buffer, size_t valid_bytes) no
     sink_.submit(ev);
     ++result.events;
   }
+  release_cache(std::move(kernel_names));
   if (result.zero_timestamp != 0) sink_.report_loss(LossKind::kZeroTimestamp, result.zero_timestamp);
   if (result.incomplete) sink_.report_loss(LossKind::kIncompleteRecord, 1);
   return result;

@@ -11,6 +11,9 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
 
 #include "cupti/cupti_api.h"
 #include "live/event_sink.h"
@@ -28,6 +31,8 @@ struct BufferParseResult {
   int64_t cupti_overhead_ns = 0;
 };
 
+class KernelNameCache;  // cupti_records.cpp
+
 // Thread-safe: several threads may parse different buffers at once (per-thread activity buffers
 // complete on application threads, on CUPTI's worker and inside our FlushAll). The only shared
 // state is the per-(domain, cbid) API-name cache, filled with relaxed atomics (idempotent).
@@ -35,6 +40,9 @@ class RecordConverter {
  public:
   // `api` needs cuptiActivityGetNextRecord and cuptiGetCallbackName; both must outlive this.
   RecordConverter(const CuptiApi& api, EventSink& sink) noexcept;
+  ~RecordConverter();
+  RecordConverter(const RecordConverter&) = delete;
+  RecordConverter& operator=(const RecordConverter&) = delete;
 
   // Converts every complete record of `buffer[0, valid_bytes)` and submits the events; reports
   // kZeroTimestamp / kIncompleteRecord losses to the sink (once per buffer, with the count).
@@ -47,6 +55,8 @@ class RecordConverter {
   };
   ApiName api_name(CUpti_CallbackDomain domain, uint32_t cbid) noexcept;
   NameId overhead_name(uint32_t overhead_kind) noexcept;
+  std::unique_ptr<KernelNameCache> acquire_cache() noexcept;
+  void release_cache(std::unique_ptr<KernelNameCache> cache) noexcept;
 
   const CuptiApi& api_;
   EventSink& sink_;
@@ -55,6 +65,10 @@ class RecordConverter {
   std::array<std::atomic<uint64_t>, CUPTI_RUNTIME_TRACE_CBID_SIZE> runtime_names_{};
   std::array<std::atomic<uint64_t>, CUPTI_DRIVER_TRACE_CBID_SIZE> driver_names_{};
   std::array<std::atomic<NameId>, 10> overhead_names_{};  // by overhead slot (see overhead_name)
+  // Kernel-name caches, one per concurrent parse, reused across buffers (allocated on first use
+  // by each concurrent parser; the lock is taken twice per buffer, never per record).
+  std::mutex caches_mu_;
+  std::vector<std::unique_ptr<KernelNameCache>> idle_caches_;
 };
 
 }  // namespace stepwatch::live

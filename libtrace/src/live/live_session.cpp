@@ -4,6 +4,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -16,7 +17,14 @@
 namespace stepwatch::live {
 namespace {
 
-constexpr size_t kQueueSlots = 1u << 16;   // per producer thread: absorbs a whole CUPTI buffer
+constexpr size_t kQueueSlots = 1u << 16;   // per producer thread (4 MiB): absorbs a whole CUPTI buffer
+
+// A quarter of the memory cap goes to producer rings (the rest: retained events, names, dumps).
+// Threads past the count share one ring.
+size_t queue_count_for(int64_t memory_cap_bytes) {
+  const int64_t ring_bytes = static_cast<int64_t>(kQueueSlots * sizeof(Event));
+  return static_cast<size_t>(std::clamp<int64_t>(memory_cap_bytes / 4 / ring_bytes, 2, 64));
+}
 constexpr int kPhaseDepth = 64;
 
 uint32_t current_tid() noexcept { return static_cast<uint32_t>(::syscall(SYS_gettid)); }
@@ -79,7 +87,7 @@ LiveSession::LiveSession(const LiveConfig& config, const std::vector<std::string
                          const std::string& log_path)
     : config_(config),
       names_(static_cast<size_t>(config.memory_cap_bytes / 8)),
-      queues_(kQueueSlots, 64),
+      queues_(kQueueSlots, queue_count_for(config.memory_cap_bytes)),
       start_ns_(now_ns()) {
   logger_ = make_job_logger(config_.log_level, log_path);
   log_ = std::make_unique<LogReporter>(logger_, config_);

@@ -53,6 +53,39 @@ struct BlockingCallStat {
   uint64_t bytes = 0;       // copies: bytes moved
   MemoryKind host_memory = MemoryKind::kUnknown;  // copies: the host side's memory kind
   CopyKind copy_kind = CopyKind::kUnknown;
+  int64_t no_compute_ns = 0;  // host time inside these calls with no compute kernel running
+  int64_t copy_gpu_ns = 0;    // copies: GPU time of the copies they launched
+};
+
+// Kernels of one name in the step (the heaviest names only).
+struct KernelStat {
+  std::string name;
+  int count = 0;
+  int64_t total_ns = 0;
+  int overlapped_count = 0;        // instances that overlapped an NCCL kernel
+  int64_t overlapped_total_ns = 0; // their total duration
+};
+
+// One GPU copy starting in the step (the largest only).
+struct CopyRecord {
+  CopyKind kind = CopyKind::kUnknown;
+  MemoryKind src = MemoryKind::kUnknown;
+  MemoryKind dst = MemoryKind::kUnknown;
+  uint64_t bytes = 0;
+  int64_t start_ns = 0;
+  int64_t duration_ns = 0;
+  bool async = false;
+  double gb_per_s() const { return duration_ns > 0 ? double(bytes) / double(duration_ns) : 0.0; }
+};
+
+// Allocation activity in the step (caching allocators should make it rare after warm-up).
+struct AllocationStat {
+  int calls = 0;               // cudaMalloc/cudaFree-class API calls starting in the window
+  int64_t host_ns = 0;         // host time inside them
+  int64_t max_call_ns = 0;
+  std::string slowest_call;
+  int driver_events = 0;       // device allocations/releases recorded by the tracer (MEMORY2)
+  uint64_t bytes = 0;          // bytes allocated (driver events)
 };
 
 struct CollectiveStat {
@@ -83,10 +116,18 @@ struct StepView {
   int syncs = 0;            // blocking calls starting in the window
   int launches = 0;         // launch calls starting in the window
   int64_t launch_api_ns = 0;
+  int64_t median_kernel_ns = 0;  // of kernels starting in the window
+  int64_t gc_ns = 0;             // |host ranges named "gc" ∩ W| (the Python shim's GC phases)
 
   std::vector<GapRecord> gaps;  // every idle gap overlapping the window, in time order
   std::vector<BlockingCallStat> blocking;  // by call name, largest host time first
   std::vector<CollectiveStat> collectives; // by type, largest exposed first
+  std::vector<KernelStat> top_kernels;     // at most kTopKernels names, largest total first
+  std::vector<CopyRecord> copies;          // at most kMaxCopies copies, largest first
+  AllocationStat allocations;
+
+  static constexpr size_t kTopKernels = 16;
+  static constexpr size_t kMaxCopies = 32;
 
   int64_t duration_ns() const { return end_ns - start_ns; }
   double duty_cycle() const { return duration_ns() > 0 ? double(busy_ns) / double(duration_ns()) : 0.0; }

@@ -31,6 +31,7 @@ class Timeline {
   const IntervalSet& busy() const { return busy_; }          // C ∪ N ∪ M
   const IntervalSet& blocking() const { return blocking_; }  // B
   const IntervalSet& data_wait() const { return data_wait_; }
+  const IntervalSet& gc() const { return gc_; }  // host ranges named "gc" (GC pauses)
   const IntervalSet& launches_of(uint32_t thread) const;     // enqueue calls of one host thread
   const IntervalSet& launches_all() const { return launch_all_; }
 
@@ -58,17 +59,19 @@ class Timeline {
   // Indices (into events()) of records sorted by start, for per-window scans.
   std::span<const uint32_t> gpu_by_start() const { return gpu_by_start_; }
   std::span<const uint32_t> api_by_start() const { return api_by_start_; }
+  std::span<const uint32_t> allocations_by_start() const { return alloc_by_start_; }
 
  private:
   std::span<const Event> events_;
   const NameTable& names_;
   const AnalysisConfig& config_;
-  IntervalSet compute_, comm_, copy_, busy_, blocking_, data_wait_, launch_all_;
+  IntervalSet compute_, comm_, copy_, busy_, blocking_, data_wait_, gc_, launch_all_;
   std::unordered_map<uint32_t, IntervalSet> launch_by_thread_;
   std::unordered_map<uint64_t, uint32_t> api_by_correlation_;    // correlation -> API call index
   std::unordered_map<uint64_t, uint32_t> copy_by_correlation_;   // correlation -> memcpy index
   std::vector<uint32_t> gpu_by_start_;
   std::vector<uint32_t> api_by_start_;
+  std::vector<uint32_t> alloc_by_start_;
   std::vector<uint32_t> blocking_by_start_;
   std::vector<int64_t> blocking_end_prefix_max_;  // running max of end over blocking_by_start_
   std::vector<uint32_t> blocking_argmax_;         // the call reaching that max

@@ -1,0 +1,337 @@
+"""PyTorch integration: `stepwatch.torch.watch(optimizer, loader)`.
+
+    import stepwatch.torch
+    w = stepwatch.torch.watch(optimizer, loader)
+    for x, y in w.loader:          # next() runs inside a "DataLoader" phase: data-wait evidence
+        loss = model(x).loss(y)
+        loss.backward()
+        optimizer.step()           # the post-hook ends this step and begins the next
+    w.close()                      # optional: removes the hooks
+
+What watch() installs (each undone by close()):
+  - an optimizer step post-hook calling stepwatch.step() (one step per optimizer.step());
+  - a wrapped loader (`w.loader`) whose iterator runs next() inside phase("DataLoader"), which the
+    default STEPWATCH_DATA_PATTERN matches: direct input-starvation evidence;
+  - a gc.callbacks entry timing every collection as a "gc" phase;
+  - torch.profiler.profile.start/stop wrappers pausing stepwatch while a profiler runs (CUPTI has a
+    single subscriber) and resuming it after the last one stops.
+
+torch is imported only when watch() patches the profiler, by absolute name: this module is
+`stepwatch.torch`, never the real `torch`.
+"""
+import gc as _gc
+import importlib
+import threading
+
+from . import _api
+
+DATA_PHASE = "DataLoader"
+GC_PHASE = "gc"
+
+
+class WatchedLoader:
+    """An iterable wrapping `loader`: iter() and every next() run inside a data phase.
+
+    Attributes (batch_size, dataset, sampler, ...) and len() are the wrapped loader's.
+    """
+
+    def __init__(self, loader, phase_name=DATA_PHASE):
+        self._loader = loader
+        self._raw = _api._phase_name(phase_name)
+        self._active = True
+
+    def __iter__(self):
+        if not self._active or _api._c is None:
+            return iter(self._loader)
+        # Creating the iterator starts DataLoader workers (or resets persistent ones): data wait too.
+        with _api._Phase(self._raw):
+            it = iter(self._loader)
+        return _WatchedIterator(it, self)
+
+    def __len__(self):
+        return len(self._loader)
+
+    def __getattr__(self, name):
+        if name.startswith("__") or name in ("_loader", "_raw", "_active"):
+            raise AttributeError(name)
+        return getattr(self._loader, name)
+
+    def __repr__(self):
+        return "WatchedLoader(%r)" % (self._loader,)
+
+
+class _WatchedIterator:
+    __slots__ = ("_it", "_owner")
+
+    def __init__(self, it, owner):
+        self._it = it
+        self._owner = owner
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        c = _api._c
+        if c is None or not self._owner._active:
+            return next(self._it)
+        try:
+            c.phase_push(self._owner._raw)
+        except Exception:
+            pass
+        try:
+            return next(self._it)
+        finally:
+            try:
+                c.phase_pop()
+            except Exception:
+                pass
+
+    def __len__(self):
+        return len(self._it)
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self._it, name)
+
+
+def wrap_loader(loader, phase_name=DATA_PHASE):
+    """`loader` with every fetch timed as a data phase (see WatchedLoader)."""
+    return WatchedLoader(loader, phase_name)
+
+
+# ---- GC -----------------------------------------------------------------------------------------
+
+_GC_RAW = GC_PHASE.encode()
+
+
+def _gc_callback(phase, info):
+    # Runs inside the collector, on the thread that triggered it: start and stop pair on one thread.
+    c = _api._c
+    if c is None:
+        return
+    try:
+        if phase == "start":
+            c.phase_push(_GC_RAW)
+        elif phase == "stop":
+            c.phase_pop()
+    except Exception:
+        pass
+
+
+def _install_gc():
+    if _gc_callback not in _gc.callbacks:
+        _gc.callbacks.append(_gc_callback)
+    _gc_users[0] += 1
+
+
+def _remove_gc():
+    _gc_users[0] -= 1
+    if _gc_users[0] <= 0:
+        _gc_users[0] = 0
+        try:
+            _gc.callbacks.remove(_gc_callback)
+        except ValueError:
+            pass
+
+
+_gc_users = [0]
+
+
+# ---- torch.profiler -----------------------------------------------------------------------------
+# One patch per process, shared by every watch() (reference-counted): stepwatch is paused when the
+# first profiler starts and resumed when the last one stops. The class attributes are restored
+# when the last watcher closes and no profiler is running.
+
+_MISSING = object()
+_prof_lock = threading.RLock()
+_prof_state = {
+    "cls": None,         # the patched class (torch.profiler.profile)
+    "saved": {},         # method name -> the class's own attribute before patching (_MISSING: inherited)
+    "users": 0,          # open watch() handles that asked for the profiler patch
+    "running": set(),    # id() of profilers between start() and stop()
+    "paused": False,     # whether our pause() succeeded (then stop resumes)
+}
+
+
+def _profiler_started(prof):
+    with _prof_lock:
+        running = _prof_state["running"]
+        if id(prof) in running:
+            return
+        running.add(id(prof))
+        if len(running) == 1:
+            _prof_state["paused"] = _api.pause() == _api.OK
+
+
+def _profiler_stopped(prof):
+    with _prof_lock:
+        running = _prof_state["running"]
+        if id(prof) not in running:
+            return
+        running.discard(id(prof))
+        if not running:
+            if _prof_state["paused"]:
+                _prof_state["paused"] = False
+                _api.resume()
+            if _prof_state["users"] == 0:
+                _unpatch_profiler_locked()
+
+
+def _make_start(orig):
+    def start(self, *args, **kwargs):
+        if _prof_state["users"] > 0:
+            _profiler_started(self)
+        try:
+            return orig(self, *args, **kwargs)
+        except BaseException:
+            _profiler_stopped(self)
+            raise
+
+    start.__wrapped__ = orig
+    start._stepwatch_patch = True
+    return start
+
+
+def _make_stop(orig):
+    def stop(self, *args, **kwargs):
+        try:
+            return orig(self, *args, **kwargs)
+        finally:
+            _profiler_stopped(self)
+
+    stop.__wrapped__ = orig
+    stop._stepwatch_patch = True
+    return stop
+
+
+def _patch_profiler():
+    """True when torch.profiler.profile is (now) patched; False without torch."""
+    try:
+        profiler = importlib.import_module("torch.profiler")
+        cls = profiler.profile
+    except Exception:
+        return False
+    with _prof_lock:
+        if _prof_state["cls"] is None:
+            saved = {}
+            for name, make in (("start", _make_start), ("stop", _make_stop)):
+                orig = getattr(cls, name, None)
+                if orig is None or getattr(orig, "_stepwatch_patch", False):
+                    continue
+                saved[name] = cls.__dict__.get(name, _MISSING)
+                setattr(cls, name, make(orig))
+            _prof_state["cls"] = cls
+            _prof_state["saved"] = saved
+        _prof_state["users"] += 1
+    return True
+
+
+def _unpatch_profiler_locked():
+    cls = _prof_state["cls"]
+    if cls is None:
+        return
+    for name, original in _prof_state["saved"].items():
+        current = cls.__dict__.get(name)
+        if not getattr(current, "_stepwatch_patch", False):
+            continue  # someone patched over ours: leave theirs (ours passes through once unused)
+        if original is _MISSING:
+            delattr(cls, name)
+        else:
+            setattr(cls, name, original)
+    _prof_state["cls"] = None
+    _prof_state["saved"] = {}
+
+
+def _unpatch_profiler():
+    with _prof_lock:
+        _prof_state["users"] = max(0, _prof_state["users"] - 1)
+        if _prof_state["users"] == 0 and not _prof_state["running"]:
+            _unpatch_profiler_locked()
+
+
+# ---- watch --------------------------------------------------------------------------------------
+
+
+class Watch:
+    """What watch() installed. `loader` is the wrapped loader (None when none was given).
+    close() (or leaving a `with` block) undoes everything; it is idempotent."""
+
+    def __init__(self):
+        self.loader = None
+        self._undo = []
+
+    def close(self):
+        undo, self._undo = self._undo, []
+        for fn in reversed(undo):
+            try:
+                fn()
+            except Exception:
+                pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        self.close()
+        return False
+
+
+def _hook_optimizer(optimizer, w):
+    register = getattr(optimizer, "register_step_post_hook", None)
+    if callable(register):
+        handle = register(lambda opt, args, kwargs: _api.step())
+        w._undo.append(handle.remove)
+        return
+    # torch < 2.0: wrap the instance's step().
+    orig = getattr(optimizer, "step", None)
+    if not callable(orig):
+        raise TypeError("stepwatch.torch.watch: optimizer has neither register_step_post_hook nor step()")
+    had_own = "step" in getattr(optimizer, "__dict__", {})
+    state = {"on": True}
+
+    def step(*args, **kwargs):
+        result = orig(*args, **kwargs)
+        if state["on"]:
+            _api.step()
+        return result
+
+    optimizer.step = step
+
+    def undo():
+        state["on"] = False
+        if optimizer.__dict__.get("step") is step:  # not re-wrapped by someone else since
+            if had_own:
+                optimizer.step = orig
+            else:
+                del optimizer.step
+
+    w._undo.append(undo)
+
+
+def watch(optimizer=None, loader=None, gc=True, profiler=True, data_phase=DATA_PHASE):
+    """Mark steps and time data waits, GC pauses and profiler sessions for stepwatch.
+
+    optimizer: its step() ends one stepwatch step and begins the next (a step post-hook).
+    loader:    any iterable (a torch DataLoader); iterate over the returned handle's `.loader`.
+    gc:        time every garbage collection as a "gc" phase.
+    profiler:  pause stepwatch while a torch.profiler.profile runs (resumed after it stops).
+    Returns a Watch handle; close() undoes everything.
+    """
+    w = Watch()
+    try:
+        if optimizer is not None:
+            _hook_optimizer(optimizer, w)
+        if loader is not None:
+            wrapped = WatchedLoader(loader, data_phase)
+            w.loader = wrapped
+            w._undo.append(lambda: setattr(wrapped, "_active", False))
+        if gc:
+            _install_gc()
+            w._undo.append(_remove_gc)
+        if profiler and _patch_profiler():
+            w._undo.append(_unpatch_profiler)
+    except BaseException:
+        w.close()
+        raise
+    return w
