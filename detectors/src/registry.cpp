@@ -6,6 +6,11 @@
 #include "hidden_sync.h"
 #include "input_starvation.h"
 #include "no_step_marks.h"
+#include "checkpoint_stall.h"
+#include "epoch_boundary_stall.h"
+#include "gc_pause.h"
+#include "recompilation.h"
+#include "step_variance.h"
 
 namespace stepwatch {
 namespace {
@@ -26,6 +31,11 @@ constexpr std::array kDetectors = {
     info<HiddenSyncDetector>(),
     info<ExposedCollectiveDetector>(),
     info<NoStepMarksDetector>(),
+    info<RecompilationDetector>(),
+    info<CheckpointStallDetector>(),
+    info<EpochBoundaryStallDetector>(),
+    info<GcPauseDetector>(),
+    info<StepVarianceDetector>(),
 };
 
 }  // namespace

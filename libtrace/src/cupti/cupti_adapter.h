@@ -68,7 +68,8 @@ struct CuptiAdapterStats {
   uint64_t flushes = 0;             // FlushAll calls that returned
   uint64_t api_callbacks = 0;       // traced runtime/driver calls (top level: a runtime call's own
                                     // driver calls are not counted twice)
-  uint64_t blocking_calls = 0;      // of which sync / synchronous copy / memset / malloc / free
+  uint64_t blocking_calls = 0;      // of which blocking (is_blocking): syncs, synchronous copies
+                                    // and memsets, cudaFree/cuMemFree
   int64_t blocking_ns = 0;          // their summed duration
   uint64_t launch_calls = 0;        // of which kernel / graph / cooperative launches
   uint64_t contexts_created = 0;
@@ -115,6 +116,7 @@ class CuptiAdapter {
                    std::string& detail) noexcept;
 
   // Synchronous FlushAll(0) + watermark advance; never holds our locks across the CUPTI call.
+  // Any thread except inside an EventSink call (the buffer callbacks run inside FlushAll).
   void flush() noexcept;
   void pause() noexcept;   // disable kinds, flush, unsubscribe: another client may take CUPTI
   // Take it back (re-subscribe, re-register, re-enable). Also retries from kOtherSubscriber (the
@@ -122,9 +124,16 @@ class CuptiAdapter {
   void resume() noexcept;
   // Exit path: forced flush bounded by `timeout_ms` (a hung CUPTI cannot hang the exit), stop
   // the flush thread. Idempotent.
+  // In detail: stops the flush thread (abandoned if stuck in FlushAll), then — when tracing —
+  // disables the kinds and runs FlushAll(FLUSH_FORCED) on a helper thread, abandoned (a
+  // deliberate leak of one blocked thread) past the deadline. After it returns the sink is never
+  // called again, so the session may tear it down; late CUPTI buffers are recycled unparsed.
   void shutdown(int64_t timeout_ms) noexcept;
   // pthread_atfork child: the child has no CUPTI threads; disable everything, touch nothing.
   void disable_in_child() noexcept;
+  // A CUPTI_CBID_STATE_FATAL_ERROR callback turns the state to kFailed with one sink.status()
+  // line; CUPTI finalizes itself, so the adapter makes no further CUPTI call (the flush thread
+  // stops flushing and only keeps the watermark moving).
 
   CuptiState state() const noexcept;
   CuptiAdapterStats stats() const noexcept;

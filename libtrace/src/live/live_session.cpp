@@ -152,6 +152,10 @@ void LiveSession::start_gpu_tracing() noexcept {
     options.buffer_bytes = config_.cupti_buffer_bytes;
     options.max_buffers = config_.cupti_max_buffers;
     std::string detail;
+    // CUPTI call failures go to the job log like every other line of ours.
+    set_cupti_log([](std::string_view line) noexcept {
+      if (LiveSession* s = g_session.load()) s->status(line);
+    });
     const CuptiState state = start_cupti(config_.cupti_path, options, *this, detail);
     if (state == CuptiState::kActive) {
       gpu_traced_.store(true);

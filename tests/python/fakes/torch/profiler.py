@@ -22,6 +22,11 @@ class _KinetoProfile:
 
 
 class profile(_KinetoProfile):
+    # start() is the class's own (as in torch 2.x); stop() is inherited here so that the shim's
+    # undo covers both cases.
+    def start(self):
+        super().start()
+
     def __enter__(self):
         self.start()
         return self

@@ -1,0 +1,29 @@
+#pragma once
+
+#include "step_history.h"
+#include "stepwatch/core/detector.h"
+
+namespace stepwatch {
+
+// A trend finding: reported once, at the step where the variation is established, and again
+// only after it has cleared and come back.
+class StepVarianceDetector final : public Detector {
+ public:
+  static constexpr std::string_view kId = "step_variance";
+  static constexpr std::string_view kDescription =
+      "High step-to-step variation of step time (coefficient of variation over the recent steps)";
+  static constexpr double kMinCv = 0.2;     // established at CV >= 0.2 ...
+  static constexpr size_t kMinSteps = 5;    // ... over at least 5 steps
+  static constexpr double kClearCv = 0.16;  // cleared below 0.8 x kMinCv (hysteresis: no flapping)
+  explicit StepVarianceDetector(const AnalysisConfig& config);
+  std::string_view id() const override { return kId; }
+  void on_step(const StepView& step, FindingSink& sink) override;
+
+ private:
+  DetectorThresholds thresholds_;
+  detail::StepHistory durations_;  // the last 64 step times, the first step of the data excluded
+  bool first_step_seen_ = false;
+  bool established_ = false;
+};
+
+}  // namespace stepwatch
