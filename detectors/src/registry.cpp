@@ -11,6 +11,11 @@
 #include "gc_pause.h"
 #include "recompilation.h"
 #include "step_variance.h"
+#include "launch_bound.h"
+#include "sync_memcpy.h"
+#include "pageable_memcpy.h"
+#include "slow_h2d.h"
+#include "allocator_churn.h"
 
 namespace stepwatch {
 namespace {
@@ -36,6 +41,11 @@ constexpr std::array kDetectors = {
     info<EpochBoundaryStallDetector>(),
     info<GcPauseDetector>(),
     info<StepVarianceDetector>(),
+    info<LaunchBoundDetector>(),
+    info<SyncMemcpyDetector>(),
+    info<PageableMemcpyDetector>(),
+    info<SlowH2dDetector>(),
+    info<AllocatorChurnDetector>(),
 };
 
 }  // namespace

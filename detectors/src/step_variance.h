@@ -21,7 +21,11 @@ class StepVarianceDetector final : public Detector {
 
  private:
   DetectorThresholds thresholds_;
-  detail::StepHistory durations_;  // the last 64 step times, the first step of the data excluded
+  // The last 64 steps (the first step of the data excluded), in lockstep: step time, GPU busy
+  // time and kernel count — the last two tell what the slow steps are slow with.
+  detail::StepHistory durations_;
+  detail::StepHistory busy_;
+  detail::StepHistory kernels_;
   bool first_step_seen_ = false;
   bool established_ = false;
 };

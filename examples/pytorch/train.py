@@ -17,6 +17,7 @@ under torch.profiler too (stepwatch pauses around it); --json writes the figures
 """
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -159,8 +160,6 @@ def main(argv=None):
         if prof is not None and i + 1 == prof_to:
             prof.stop()
             if args.trace_dir:
-                import os
-
                 os.makedirs(args.trace_dir, exist_ok=True)
                 prof.export_chrome_trace(os.path.join(args.trace_dir, "trace-%d.json" % os.getpid()))
             prof = None

@@ -7,7 +7,7 @@ import os
 import unittest
 
 import _support
-from _support import Spy, SpyMixin, TempDirTestCase
+from _support import SpyMixin, TempDirTestCase
 
 import stepwatch
 from stepwatch import _api, _lib
@@ -64,6 +64,18 @@ class NoopProcessTest(TempDirTestCase):
                                    _support.child_env(library=bogus))
         self.assertChildOk(proc)
         self.assertIn("cannot load", proc.stderr)
+
+    def test_two_different_libraries_warn(self):
+        # Marks through one copy would not reach the session the CUDA driver's copy traces.
+        paths = []
+        for name in ("a", "b"):
+            os.makedirs(os.path.join(self.tmp, name))
+            paths.append(os.path.join(self.tmp, name, "libstepwatch.so"))
+            open(paths[-1], "w").close()
+        env = _support.child_env(library=paths[0], extra={"CUDA_INJECTION64_PATH": paths[1]})
+        proc = _support.run_python("import stepwatch", env)
+        self.assertChildOk(proc)
+        self.assertIn("two copies", proc.stderr)
 
     def test_import_does_not_import_torch(self):
         proc = _support.run_python("import sys, stepwatch; assert 'torch' not in sys.modules; "

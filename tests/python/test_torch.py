@@ -157,30 +157,43 @@ class ProfilerWrapperTest(SpyMixin, unittest.TestCase):
 
         self.profiler = torch.profiler
         self.profiler.EVENTS.clear()
-        self.orig_start = torch.profiler.profile.__dict__["start"]
-        self.orig_stop = torch.profiler.profile.__dict__.get("stop")
+        self.saved = dict(torch.profiler.profile.__dict__)
 
     def _log(self):
-        # One timeline of our pause/resume and the profiler's start/stop.
         return [c[0] for c in self.spy.calls if c[0] in ("pause", "resume")]
 
-    def test_pause_around_a_profiler_session(self):
+    def _timeline(self):
+        # One list of our pause/resume and the profiler's prepare/start/stop, in call order.
+        events = []
+        self.spy.pause = lambda: (events.append("pause"), self.spy._call("pause"))[1]
+        self.spy.resume = lambda: (events.append("resume"), self.spy._call("resume"))[1]
+        self.profiler.EVENTS = events
+        return events
+
+    def test_pause_brackets_kinetos_cupti_use(self):
         import stepwatch.torch as swt
 
-        events = []
-        self.spy.pause = lambda: (events.append("pause"), 0)[1]
-        self.spy.resume = lambda: (events.append("resume"), 0)[1]
-        self.profiler.EVENTS = events  # the fake appends start/stop to the same list
-        w = swt.watch(gc=False)
-        try:
+        events = self._timeline()
+        with swt.watch(gc=False):
             with self.profiler.profile():
                 pass
             prof = self.profiler.profile()
             prof.start()
             prof.stop()
-        finally:
-            w.close()
-        self.assertEqual(events, ["pause", "start", "stop", "resume", "pause", "start", "stop", "resume"])
+        self.assertEqual(events, ["pause", "prepare", "start", "stop", "resume"] * 2)
+
+    def test_a_scheduled_profiler_pauses_only_around_its_windows(self):
+        import stepwatch.torch as swt
+
+        events = self._timeline()
+        with swt.watch(gc=False):
+            prof = self.profiler.profile()
+            # What a schedule(wait=1, warmup=1, active=1, repeat=2) does across its steps:
+            for _ in range(2):
+                prof.prepare_trace()   # warm-up begins
+                prof.start_trace()     # active
+                prof.stop_trace()      # window over, trace ready
+        self.assertEqual(events, ["pause", "prepare", "start", "stop", "resume"] * 2)
 
     def test_nested_profilers_pause_once(self):
         import stepwatch.torch as swt
@@ -216,16 +229,15 @@ class ProfilerWrapperTest(SpyMixin, unittest.TestCase):
 
         cls = self.profiler.profile
         a = swt.watch(gc=False)
-        patched = cls.__dict__["start"]
+        patched = cls.__dict__["prepare_trace"]
         self.assertTrue(getattr(patched, "_stepwatch_patch", False))
+        self.assertTrue(getattr(cls.__dict__["stop_trace"], "_stepwatch_patch", False))
         b = swt.watch(gc=False)
-        self.assertIs(cls.__dict__["start"], patched)  # not wrapped twice
+        self.assertIs(cls.__dict__["prepare_trace"], patched)  # not wrapped twice
         a.close()
-        self.assertIs(cls.__dict__["start"], patched)
+        self.assertIs(cls.__dict__["prepare_trace"], patched)
         b.close()
-        self.assertIs(cls.__dict__["start"], self.orig_start)
-        self.assertIs(cls.__dict__.get("stop"), self.orig_stop)
-        self.assertNotIn("stop", cls.__dict__)  # inherited before: inherited again
+        self.assertEqual(dict(cls.__dict__), self.saved)  # inherited methods are inherited again
         with cls():
             pass
         self.assertEqual(self._log(), [])
@@ -237,10 +249,28 @@ class ProfilerWrapperTest(SpyMixin, unittest.TestCase):
         prof = self.profiler.profile()
         prof.start()
         w.close()
-        self.assertTrue(getattr(self.profiler.profile.__dict__["start"], "_stepwatch_patch", False))
+        self.assertIn("prepare_trace", self.profiler.profile.__dict__)
         prof.stop()
         self.assertEqual(self._log(), ["pause", "resume"])
-        self.assertIs(self.profiler.profile.__dict__["start"], self.orig_start)
+        self.assertEqual(dict(self.profiler.profile.__dict__), self.saved)
+
+    def test_start_stop_when_there_is_no_prepare_trace(self):
+        import stepwatch.torch as swt
+
+        modern = self.profiler.profile
+        legacy = self.profiler.legacy_profile
+        saved = dict(legacy.__dict__)
+        self.profiler.profile = legacy
+        try:
+            events = self._timeline()
+            with swt.watch(gc=False):
+                with legacy():
+                    pass
+                self.assertTrue(getattr(legacy.__dict__["start"], "_stepwatch_patch", False))
+            self.assertEqual(events, ["pause", "start", "stop", "resume"])
+            self.assertEqual(dict(legacy.__dict__), saved)  # own methods restored
+        finally:
+            self.profiler.profile = modern
 
 
 class IntegrationsTest(SpyMixin, unittest.TestCase):

@@ -93,7 +93,19 @@ void move_host_truth(SyntheticRun& run, const Shift& shift) {
   t.data_wait = move(std::move(t.data_wait));
   t.blocking = move(std::move(t.blocking));
   t.fault_idle = move(std::move(t.fault_idle));
+  t.dispatch = move(std::move(t.dispatch));
+  t.sync_copy_transfer = move(std::move(t.sync_copy_transfer));
+  t.pageable_copy_transfer = move(std::move(t.pageable_copy_transfer));
+  for (auto& call : t.allocator_calls) call = shift.span(call.first, call.second);
   for (int64_t& x : t.blocking_call_starts) x = shift.point(x);
+}
+
+// The slowed H2D copies of the truth are GPU records: they move as their record did.
+void move_slow_copies(SyntheticRun& run, const std::unordered_map<int64_t, int64_t>& shift_by_start) {
+  for (GroundTruthTimeline::SlowCopy& c : run.timeline.slow_h2d) {
+    auto it = shift_by_start.find(c.start_ns);
+    if (it != shift_by_start.end()) c.start_ns += it->second;
+  }
 }
 
 void recompute_truth(SyntheticRun& run) {
@@ -126,17 +138,16 @@ Event& add_host_range(SyntheticRun& run, std::string_view name, int64_t start, i
   return e;
 }
 
-// Positions in `run.truth` of the N-th, 2N-th, … captured steps.
-std::vector<int64_t> every_nth_step(const SyntheticRun& run, int every_steps) {
+}  // namespace
+
+std::vector<int64_t> every_nth_step(const SyntheticRun& run, int n) {
   std::vector<int64_t> steps;
-  if (every_steps <= 0) return steps;
+  if (n <= 0) return steps;
   for (size_t k = 0; k < run.truth.size(); ++k) {
-    if ((k + 1) % static_cast<size_t>(every_steps) == 0) steps.push_back(run.truth[k].step);
+    if ((k + 1) % static_cast<size_t>(n) == 0) steps.push_back(run.truth[k].step);
   }
   return steps;
 }
-
-}  // namespace
 
 int64_t median_step_ns(const SyntheticRun& run) {
   std::vector<int64_t> d;
@@ -154,28 +165,36 @@ InjectedStall insert_host_stall(SyntheticRun& run, int64_t t, int64_t d) {
   for (const Event& e : events) {
     if (e.kind == EventKind::kApiCall && e.correlation != 0) calls.emplace(e.correlation, std::pair{e.start_ns, e.end_ns});
   }
-  // Records launched at or after t move; the one that ran soonest after its launch call bounds
-  // how much of the stall the queued work hides.
-  std::vector<char> launched_after(events.size(), 0);
-  int64_t min_slack_ns = std::numeric_limits<int64_t>::max();
+  // Records launched at or after t move, in start order, by a non-decreasing amount: at least
+  // d − slack (never before their launch call ends), and at least what the record before them
+  // moved (stream order and cross-stream dependencies hold). The work queued before t hides the
+  // first d − slack of the stall; where the GPU catches up with the host later, it waits.
+  std::vector<size_t> moved;
   for (size_t i = 0; i < events.size(); ++i) {
     const Event& e = events[i];
     if (!e.is_gpu_record() || e.correlation == 0) continue;
     auto it = calls.find(e.correlation);
-    if (it == calls.end() || it->second.first < t) continue;
-    launched_after[i] = 1;
-    min_slack_ns = std::min(min_slack_ns, e.start_ns - it->second.second);
+    if (it != calls.end() && it->second.first >= t) moved.push_back(i);
   }
-  const int64_t s = min_slack_ns == std::numeric_limits<int64_t>::max() ? 0 : std::max<int64_t>(0, d - min_slack_ns);
+  std::sort(moved.begin(), moved.end(), [&](size_t a, size_t b) { return events[a].start_ns < events[b].start_ns; });
+  std::vector<int64_t> gpu_shift(events.size(), 0);
+  int64_t s = 0;
+  int64_t first_shift = -1;
+  for (size_t i : moved) {
+    const int64_t slack = events[i].start_ns - calls.at(events[i].correlation).second;
+    s = std::max(s, d - slack);
+    if (first_shift < 0) first_shift = s;
+    gpu_shift[i] = s;
+  }
 
   const Shift host{t, d};
+  std::unordered_map<int64_t, int64_t> copy_shift;  // original start of a moved copy -> its shift
   for (size_t i = 0; i < events.size(); ++i) {
     Event& e = events[i];
     if (e.is_gpu_record()) {
-      if (launched_after[i]) {
-        e.start_ns += s;
-        e.end_ns += s;
-      }
+      if (e.kind == EventKind::kMemcpy && gpu_shift[i] != 0) copy_shift.emplace(e.start_ns, gpu_shift[i]);
+      e.start_ns += gpu_shift[i];
+      e.end_ns += gpu_shift[i];
     } else {
       host.apply_host(e);
     }
@@ -183,14 +202,17 @@ InjectedStall insert_host_stall(SyntheticRun& run, int64_t t, int64_t d) {
   for (StepTruth& w : run.truth) std::tie(w.start_ns, w.end_ns) = host.window(w.start_ns, w.end_ns);
   rebuild_gpu_truth(run);
   move_host_truth(run, host);
+  move_slow_copies(run, copy_shift);
   recompute_truth(run);
-  return InjectedStall{step_holding(run, t), t, d, s};
+  return InjectedStall{step_holding(run, t), t, d, std::max<int64_t>(first_shift, 0)};
 }
 
 InjectedStall insert_gpu_delay(SyntheticRun& run, int64_t t, int64_t d) {
   const Shift all{t, d};
+  std::unordered_map<int64_t, int64_t> copy_shift;
   for (Event& e : run.trace.events) {
     if (e.is_gpu_record()) {
+      if (e.kind == EventKind::kMemcpy && e.start_ns >= t) copy_shift.emplace(e.start_ns, d);
       std::tie(e.start_ns, e.end_ns) = all.span(e.start_ns, e.end_ns);
     } else {
       all.apply_host(e);
@@ -199,6 +221,7 @@ InjectedStall insert_gpu_delay(SyntheticRun& run, int64_t t, int64_t d) {
   for (StepTruth& w : run.truth) std::tie(w.start_ns, w.end_ns) = all.window(w.start_ns, w.end_ns);
   rebuild_gpu_truth(run);
   move_host_truth(run, all);
+  move_slow_copies(run, copy_shift);
   recompute_truth(run);
   return InjectedStall{step_holding(run, t), t, d, d};
 }
@@ -242,10 +265,11 @@ std::vector<InjectedStall> inject_gc_pauses(SyntheticRun& run, const std::vector
   return out;
 }
 
-std::vector<InjectedStall> inject_checkpoints(SyntheticRun& run, const CheckpointSpec& spec) {
+std::vector<InjectedStall> inject_checkpoints(SyntheticRun& run, const std::vector<int64_t>& steps,
+                                              const CheckpointSpec& spec) {
   const WorkloadConfig& cfg = run.config;
   std::vector<InjectedStall> out;
-  for (int64_t step : every_nth_step(run, spec.every_steps)) {
+  for (int64_t step : steps) {
     const StepTruth w = truth_of(run, step);
     int64_t t = -1;
     for (const Event& e : run.trace.events) {
@@ -270,7 +294,6 @@ std::vector<InjectedStall> inject_checkpoints(SyntheticRun& run, const Checkpoin
     }
     struct Copy {
       int64_t call_start, call_end, copy_start, copy_end;
-      bool drained;
     };
     std::vector<Copy> copies;
     const auto copy_ns = std::max<int64_t>(1'000, std::llround(double(spec.bytes_per_copy) / spec.gb_per_s));
@@ -280,7 +303,7 @@ std::vector<InjectedStall> inject_checkpoints(SyntheticRun& run, const Checkpoin
       const int64_t issue = now + cfg.launch_call_ns;
       const int64_t start = std::max(issue, tail);
       const int64_t end = start + copy_ns;
-      copies.push_back({now, end + cfg.return_latency_ns, start, end, start > issue});
+      copies.push_back({now, end + cfg.return_latency_ns, start, end});
       tail = end;
       now = end + cfg.return_latency_ns;
     }
@@ -306,12 +329,13 @@ std::vector<InjectedStall> inject_checkpoints(SyntheticRun& run, const Checkpoin
     rebuild_gpu_truth(run);
     GroundTruthTimeline& tl = run.timeline;
     Spans blocking = tl.blocking;
+    Spans transfer = tl.pageable_copy_transfer;
     for (const Copy& c : copies) {
       blocking.emplace_back(c.call_start, c.call_end);
+      transfer.emplace_back(c.copy_start, c.call_end);
       tl.blocking_call_starts.push_back(c.call_start);
-      // As the model does: a call that waited on queued work leaves the GPU with an empty queue,
-      // and the idle gap in progress when it returns is its fault.
-      if (!c.drained) continue;
+      // Each call returns only once its own copy (the last queued work) ran: the GPU queue is
+      // empty, and the idle gap in progress when it returns is the call's fault (rule 2).
       auto it = std::upper_bound(tl.busy.begin(), tl.busy.end(), c.call_end,
                                  [](int64_t v, const auto& span) { return v < span.first; });
       if (it == tl.busy.begin() || it == tl.busy.end()) continue;
@@ -319,6 +343,7 @@ std::vector<InjectedStall> inject_checkpoints(SyntheticRun& run, const Checkpoin
       if (gap_start <= c.call_end && gap_start >= c.call_start) tl.fault_idle.emplace_back(gap_start, it->first);
     }
     tl.blocking = merge_spans(std::move(blocking));
+    tl.pageable_copy_transfer = merge_spans(std::move(transfer));
     tl.fault_idle = merge_spans(std::move(tl.fault_idle));
     std::sort(tl.blocking_call_starts.begin(), tl.blocking_call_starts.end());
     recompute_truth(run);
@@ -327,9 +352,10 @@ std::vector<InjectedStall> inject_checkpoints(SyntheticRun& run, const Checkpoin
   return out;
 }
 
-std::vector<InjectedStall> inject_epoch_boundaries(SyntheticRun& run, int every_steps, int64_t respawn_ns) {
+std::vector<InjectedStall> inject_epoch_boundaries(SyntheticRun& run, const std::vector<int64_t>& steps,
+                                                   int64_t respawn_ns) {
   std::vector<InjectedStall> out;
-  for (int64_t step : every_nth_step(run, every_steps)) {
+  for (int64_t step : steps) {
     const StepTruth w = truth_of(run, step);
     const InjectedStall stall = insert_host_stall(run, w.start_ns, respawn_ns);
     add_host_range(run, kDataLoaderRange, stall.host_start_ns, stall.host_start_ns + respawn_ns);

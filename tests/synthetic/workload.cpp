@@ -93,12 +93,16 @@ int64_t transfer_ns(uint64_t bytes, double gb_per_s) {
 
 // What each recorded event is to the model: the truth is built from these tags, never from
 // the names the analysis classifies.
-enum class Role : uint8_t { kNone, kCompute, kComm, kCopy, kDataWait, kBlocking };
+enum class Role : uint8_t { kNone, kCompute, kComm, kCopy, kDataWait, kBlocking, kAllocator };
+
+enum class CallKind : uint8_t { kSync, kSyncCopy, kPageableCopy, kFree };
 
 struct BlockingCall {
   int64_t start_ns = 0;
   int64_t end_ns = 0;
   bool drained = false;  // the call waited for queued GPU work (it did not find the GPU idle)
+  CallKind kind = CallKind::kSync;
+  int64_t copy_start_ns = 0;  // copies: when the copy began on the GPU
 };
 
 class Model {
@@ -114,6 +118,7 @@ class Model {
       const int64_t number = cfg_.first_step + (k - cfg_.warmup_steps);
       const int64_t start = now_;
       if (captured && capture_start_ns_ < 0) capture_start_ns_ = start;
+      step_index_ = k;
       run_step_program();
       if (captured) {
         windows.emplace_back(start, now_);
@@ -143,6 +148,7 @@ class Model {
   }
 
   Event& add_api(std::string_view name, int64_t start, int64_t end, Role role = Role::kNone) {
+    if (role == Role::kNone) dispatch_.emplace_back(start, end);  // a non-blocking call issues work
     Event& e = add_host(EventKind::kApiCall, name, start, end, role);
     e.detail = static_cast<uint8_t>(classify_api(name));
     e.correlation = next_correlation_++;
@@ -186,6 +192,12 @@ class Model {
 
   void host(int64_t ns) { now_ += ns; }
 
+  // Python between two CUDA calls (the eager per-op overhead): host time spent issuing work.
+  void python(int64_t ns) {
+    dispatch_.emplace_back(now_, now_ + ns);
+    now_ += ns;
+  }
+
   // An enqueueing call (kernel launch, async memcpy/memset) and the GPU record it creates.
   // Returns the record's end.
   int64_t enqueue(std::string_view api, EventKind kind, std::string_view name, uint32_t stream, int64_t gpu_ns,
@@ -201,27 +213,29 @@ class Model {
   }
 
   int64_t launch_compute(std::string_view name, int64_t dependency_ns = 0) {
-    host(cfg_.host_gap_ns);
+    python(cfg_.host_gap_ns);
     const auto gpu_ns = static_cast<int64_t>(std::llround(double(cfg_.kernel_ns) * (0.5 + rng_.uniform())));
     return enqueue("cudaLaunchKernel", EventKind::kKernel, name, cfg_.compute_stream, gpu_ns, dependency_ns,
                    Role::kCompute);
   }
 
-  void async_copy(CopyKind kind, MemoryKind src, MemoryKind dst, uint64_t bytes, double gb_per_s) {
-    host(cfg_.host_gap_ns);
+  // Returns the copy record's index in trace_.events.
+  size_t async_copy(CopyKind kind, MemoryKind src, MemoryKind dst, uint64_t bytes, double gb_per_s) {
+    python(cfg_.host_gap_ns);
     enqueue("cudaMemcpyAsync", EventKind::kMemcpy, copy_record_name(kind, src, dst), cfg_.compute_stream,
             transfer_ns(bytes, gb_per_s), 0, Role::kCopy, bytes);
     Event& r = trace_.events.back();
     r.detail = static_cast<uint8_t>(kind);
     r.src_memory = src;
     r.dst_memory = dst;
+    return trace_.events.size() - 1;
   }
 
   // A copy whose call returns only after the copy ran (synchronous memcpy, or async with pageable
   // host memory): the copy waits for the stream to drain, then runs, then the call returns.
   void blocking_copy(std::string_view api, CopyKind kind, MemoryKind src, MemoryKind dst, uint64_t bytes,
                      double gb_per_s) {
-    host(cfg_.host_gap_ns);
+    python(cfg_.host_gap_ns);
     const int64_t call_start = now_;
     const int64_t issue = queue_slot_at(call_start) + cfg_.launch_call_ns;
     const int64_t copy_start = std::max(issue, tail(cfg_.compute_stream));
@@ -234,13 +248,14 @@ class Model {
     r.detail = static_cast<uint8_t>(kind);
     r.src_memory = src;
     r.dst_memory = dst;
-    calls_.push_back({call_start, call_end, copy_start > issue});
+    const CallKind call_kind = api == "cudaMemcpy" ? CallKind::kSyncCopy : CallKind::kPageableCopy;
+    calls_.push_back({call_start, call_end, copy_start > issue, call_kind, copy_start});
     now_ = call_end;
   }
 
   // cudaStreamSynchronize and its CUPTI synchronization record.
   void stream_synchronize(uint32_t stream) {
-    host(2'000);
+    python(2'000);
     const int64_t call_start = now_;
     const int64_t pending_until = tail(stream);
     const int64_t call_end = std::max(call_start + 3'000, pending_until + cfg_.return_latency_ns);
@@ -273,7 +288,7 @@ class Model {
   // A DDP gradient all-reduce: record an event on the compute stream, make the NCCL stream wait
   // on it, launch the NCCL kernel. Returns the kernel's end.
   int64_t allreduce(int64_t gpu_ns) {
-    host(cfg_.host_gap_ns);
+    python(cfg_.host_gap_ns);
     const int64_t ready = tail(cfg_.compute_stream);
     add_api("cudaEventRecord", now_, now_ + 3'000);
     now_ += 3'000;
@@ -301,6 +316,25 @@ class Model {
     return name;
   }
 
+  // A caching-allocator miss: cudaFree of cached blocks, which synchronizes the device (waits for
+  // all queued work, then unmaps), then cudaMalloc of the new block. Called from inside an op, so
+  // no Python runs between the two calls.
+  void allocator_miss(int64_t malloc_ns) {
+    const int64_t free_start = now_;
+    int64_t pending = 0;
+    for (const auto& [stream, end] : tail_) pending = std::max(pending, end);
+    const int64_t free_end = std::max(free_start, pending + cfg_.return_latency_ns) + cfg_.free_ns;
+    add_api("cudaFree", free_start, free_end, Role::kBlocking);
+    calls_.push_back({free_start, free_end, pending > free_start, CallKind::kFree, 0});
+    allocator_calls_.emplace_back(free_start, free_end);
+    add_api("cudaMalloc", free_end, free_end + malloc_ns, Role::kAllocator);
+    allocator_calls_.emplace_back(free_end, free_end + malloc_ns);
+    now_ = free_end + malloc_ns;
+  }
+
+  // Whether this step is one of every `every`-th (the (every-1)-th, (2every-1)-th, … counting from 0).
+  bool every_nth_step(int every) const { return every > 0 && step_index_ % every == every - 1; }
+
   // ---- one training step ----------------------------------------------------------------------
 
   void run_step_program() {
@@ -310,9 +344,16 @@ class Model {
       host(cfg_.data_wait_ns);
     }
     switch (cfg_.input_copy) {
-      case InputCopy::kPinnedAsync:
-        async_copy(CopyKind::kHtoD, MemoryKind::kPinned, MemoryKind::kDevice, cfg_.input_bytes, cfg_.pinned_gb_per_s);
+      case InputCopy::kPinnedAsync: {
+        const bool slow = every_nth_step(cfg_.slow_copy_every) && cfg_.slow_copy_factor > 1.0;
+        const double rate = slow ? cfg_.pinned_gb_per_s / cfg_.slow_copy_factor : cfg_.pinned_gb_per_s;
+        const size_t at = async_copy(CopyKind::kHtoD, MemoryKind::kPinned, MemoryKind::kDevice, cfg_.input_bytes, rate);
+        if (slow) {
+          const Event& r = trace_.events[at];
+          slow_copies_.push_back({r.start_ns, r.duration_ns(), transfer_ns(cfg_.input_bytes, cfg_.pinned_gb_per_s)});
+        }
         break;
+      }
       case InputCopy::kPageableAsync:
         blocking_copy("cudaMemcpyAsync", CopyKind::kHtoD, MemoryKind::kPageable, MemoryKind::kDevice,
                       cfg_.input_bytes, cfg_.pageable_gb_per_s);
@@ -320,6 +361,10 @@ class Model {
       case InputCopy::kPageableSync:
         blocking_copy("cudaMemcpy", CopyKind::kHtoD, MemoryKind::kPageable, MemoryKind::kDevice, cfg_.input_bytes,
                       cfg_.pageable_gb_per_s);
+        break;
+      case InputCopy::kPinnedSync:
+        blocking_copy("cudaMemcpy", CopyKind::kHtoD, MemoryKind::kPinned, MemoryKind::kDevice, cfg_.input_bytes,
+                      cfg_.pinned_gb_per_s);
         break;
     }
     host(cfg_.post_copy_host_ns);
@@ -337,13 +382,21 @@ class Model {
       }
     };
 
+    // Allocator misses sit after evenly spaced forward kernels.
+    int misses_done = 0;
     for (int i = 0; i < cfg_.forward_kernels; ++i) {
       launch_compute(kForwardKernels[static_cast<size_t>(i) % kForwardKernels.size()]);
       after_body_kernel();
+      while (misses_done < cfg_.allocator_misses &&
+             (misses_done + 1) * cfg_.forward_kernels / (cfg_.allocator_misses + 1) == i + 1) {
+        const bool stall = misses_done == 0 && every_nth_step(cfg_.malloc_stall_every);
+        allocator_miss(stall ? cfg_.malloc_stall_ns : cfg_.malloc_ns);
+        ++misses_done;
+      }
     }
 
     // Gradient buffers zeroed before backward.
-    host(cfg_.host_gap_ns);
+    python(cfg_.host_gap_ns);
     enqueue("cudaMemsetAsync", EventKind::kMemset, "Memset (Device)", cfg_.compute_stream, 5'000, 0, Role::kCopy,
             4ull << 20);
     trace_.events.back().dst_memory = MemoryKind::kDevice;
@@ -376,7 +429,7 @@ class Model {
     // The optimizer needs the reduced gradients: the compute stream waits on the NCCL stream.
     int64_t dependency = 0;
     if (cfg_.comm != CommMode::kNone) {
-      host(cfg_.host_gap_ns);
+      python(cfg_.host_gap_ns);
       add_api("cudaStreamWaitEvent", now_, now_ + 3'000);
       now_ += 3'000;
       dependency = comm_done;
@@ -384,7 +437,7 @@ class Model {
     const int64_t opt_start = now_;
     for (int i = 0; i < cfg_.optimizer_kernels; ++i) launch_compute(kOptimizerKernel, i == 0 ? dependency : 0);
     add_host(EventKind::kRange, kOptimizerRange, opt_start, now_, Role::kNone);
-    host(cfg_.host_gap_ns);  // prof.step() and the loop's bookkeeping
+    python(cfg_.host_gap_ns);  // prof.step() and the loop's bookkeeping
   }
 
   // ---- the capture and the truth --------------------------------------------------------------
@@ -424,7 +477,8 @@ class Model {
           t.blocking.push_back(span);
           t.blocking_call_starts.push_back(e.start_ns);
           break;
-        case Role::kNone: break;
+        case Role::kNone:
+        case Role::kAllocator: break;
       }
     }
     t.compute = merge_spans(std::move(t.compute));
@@ -450,6 +504,26 @@ class Model {
     }
     t.fault_idle = merge_spans(std::move(fault));
 
+    // What the catalog detectors judge. Host activity counts from the capture on, as above.
+    Spans dispatch, sync_copy, pageable_copy;
+    for (const auto& span : dispatch_) {
+      if (span.first >= capture) dispatch.push_back(span);
+    }
+    for (const BlockingCall& c : calls_) {
+      if (c.start_ns < capture) continue;
+      if (c.kind == CallKind::kSyncCopy) sync_copy.emplace_back(c.copy_start_ns, c.end_ns);
+      if (c.kind == CallKind::kPageableCopy) pageable_copy.emplace_back(c.copy_start_ns, c.end_ns);
+    }
+    t.dispatch = merge_spans(std::move(dispatch));
+    t.sync_copy_transfer = merge_spans(std::move(sync_copy));
+    t.pageable_copy_transfer = merge_spans(std::move(pageable_copy));
+    for (const auto& call : allocator_calls_) {
+      if (call.first >= capture) t.allocator_calls.push_back(call);
+    }
+    for (const GroundTruthTimeline::SlowCopy& c : slow_copies_) {
+      if (c.start_ns + c.duration_ns > capture) t.slow_h2d.push_back(c);
+    }
+
     for (size_t k = 0; k < windows.size(); ++k) {
       run.truth.push_back(run.truth_for_window(windows[k].first, windows[k].second,
                                                cfg_.first_step + static_cast<int64_t>(k)));
@@ -463,6 +537,10 @@ class Model {
   std::vector<int64_t> issued_at_;  // per event: when its host action happened (launch call start for GPU records)
   std::vector<Role> roles_;
   std::vector<BlockingCall> calls_;
+  Spans dispatch_;  // Python between CUDA calls and non-blocking calls (host issuing work)
+  std::vector<std::pair<int64_t, int64_t>> allocator_calls_;
+  std::vector<GroundTruthTimeline::SlowCopy> slow_copies_;
+  int step_index_ = 0;  // of the step being run, warm-up included
   std::unordered_map<uint32_t, int64_t> tail_;  // stream -> end of its last queued record
   std::priority_queue<int64_t, std::vector<int64_t>, std::greater<>> outstanding_;  // ends of pending records
   int64_t now_ = 0;
@@ -507,6 +585,23 @@ StepTruth SyntheticRun::truth_for_window(int64_t start_ns, int64_t end_ns, int64
   s.comm_kernels = count_in(t.comm_kernel_starts, start_ns, end_ns);
   s.kernels = compute + s.comm_kernels;
   s.blocking_calls = count_in(t.blocking_call_starts, start_ns, end_ns);
+
+  const Spans dispatch_idle = intersect_spans(clip_spans(t.dispatch, start_ns, end_ns), idle);
+  s.launch_idle_ns = total_length(subtract_spans(subtract_spans(dispatch_idle, fault), wait));
+  s.sync_copy_ns = total_length(subtract_spans(clip_spans(t.sync_copy_transfer, start_ns, end_ns), c));
+  s.pageable_copy_ns = total_length(subtract_spans(clip_spans(t.pageable_copy_transfer, start_ns, end_ns), c));
+  for (const GroundTruthTimeline::SlowCopy& copy : t.slow_h2d) {
+    if (copy.start_ns < start_ns || copy.start_ns >= end_ns) continue;
+    ++s.slow_h2d_copies;
+    s.slow_h2d_extra_ns += copy.duration_ns - copy.normal_ns;
+  }
+  for (const auto& [call_start, call_end] : t.allocator_calls) {
+    if (call_start < start_ns || call_start >= end_ns) continue;
+    ++s.allocator_calls;
+    s.allocator_host_ns += call_end - call_start;
+    s.allocator_idle_ns += total_length(gaps_within(t.busy, call_start, call_end));
+    s.allocator_max_call_ns = std::max(s.allocator_max_call_ns, call_end - call_start);
+  }
   return s;
 }
 
@@ -529,7 +624,7 @@ int64_t scaled(int64_t ns, double magnitude) { return static_cast<int64_t>(std::
 // backward and 16 optimizer kernels of ~200 µs (~32 ms of GPU time), ~20 µs of host time per
 // launch, a 0.2 ms DataLoader wait, a pinned 16 MiB input copy. GPU-bound: the host runs ahead
 // by a full launch queue and the GPU never idles.
-const std::array<ScenarioEntry, 6> kScenarios = {{
+const std::array<ScenarioEntry, 10> kScenarios = {{
     {"gpu_bound", "healthy: GPU-bound loop, host a full launch queue ahead; no finding expected",
      [](WorkloadConfig&, double) {}},
     {"ddp_overlap",
@@ -575,6 +670,43 @@ const std::array<ScenarioEntry, 6> kScenarios = {{
        c.buckets = 4;
        c.allreduce_ns = scaled(8'000'000, m);
        c.nccl_naming = NcclNaming::kDevKernelMangled;
+     }},
+    {"launch_bound",
+     "launch_bound: 2,000 kernels of ~8 µs per step (600 forward, 1,200 backward, 200 optimizer), each "
+     "issued by a 6 µs launch call after 14 µs x magnitude of Python: the GPU idles between kernels while the "
+     "host launches (~40 ms steps, ~60% idle); magnitude 0 leaves the host faster than the GPU (GPU-bound)",
+     [](WorkloadConfig& c, double m) {
+       c.forward_kernels = 600;
+       c.backward_kernels = 1200;
+       c.optimizer_kernels = 200;
+       c.kernel_ns = 8'000;
+       c.host_gap_ns = scaled(14'000, m);
+     }},
+    {"sync_copy",
+     "sync_memcpy: the 128 MiB x magnitude input batch copied with a synchronous cudaMemcpy from pinned memory "
+     "(blocks until the stream drained and the copy ran, ~6.7 ms at 20 GB/s)",
+     [](WorkloadConfig& c, double m) {
+       c.input_copy = InputCopy::kPinnedSync;
+       c.input_bytes = static_cast<uint64_t>(std::llround(double(128ull << 20) * m));
+     }},
+    {"slow_h2d",
+     "slow_h2d: a 64 MiB pinned input copy that runs at 1/(1 + 4 x magnitude) of the 20 GB/s pinned rate on "
+     "every other step (4 GB/s at magnitude 1: +13.4 ms on the GPU)",
+     [](WorkloadConfig& c, double m) {
+       c.input_bytes = 64ull << 20;
+       c.slow_copy_every = 2;
+       c.slow_copy_factor = 1.0 + 4.0 * m;
+     }},
+    {"allocator_churn",
+     "allocator_churn: 4 caching-allocator misses mid-forward per step, each a cudaFree that synchronizes the "
+     "device (then 0.3 ms x magnitude) and a 0.5 ms x magnitude cudaMalloc; every 4th step the first "
+     "cudaMalloc stalls 120 ms x magnitude",
+     [](WorkloadConfig& c, double m) {
+       c.allocator_misses = 4;
+       c.free_ns = scaled(300'000, m);
+       c.malloc_ns = scaled(500'000, m);
+       c.malloc_stall_every = 4;
+       c.malloc_stall_ns = scaled(120'000'000, m);
      }},
 }};
 

@@ -48,6 +48,7 @@ enum class InputCopy : uint8_t {
   kPinnedAsync,    // pin_memory + non_blocking: cudaMemcpyAsync from pinned memory, enqueues
   kPageableAsync,  // .to(device) from pageable memory: cudaMemcpyAsync that blocks until done
   kPageableSync,   // cudaMemcpy from pageable memory: blocking
+  kPinnedSync,     // cudaMemcpy from pinned memory: a synchronous copy blocks whatever the memory kind
 };
 
 struct WorkloadConfig {
@@ -86,6 +87,22 @@ struct WorkloadConfig {
 
   double pinned_gb_per_s = 20.0;     // bytes per ns == GB/s
   double pageable_gb_per_s = 6.0;
+  // PCIe path surprise: every `slow_copy_every`-th step (counting warm-up steps from 0, the
+  // (N-1)-th, (2N-1)-th, …) copies its pinned input at 1/slow_copy_factor of the pinned rate.
+  // 0 = never.
+  int slow_copy_every = 0;
+  double slow_copy_factor = 5.0;
+
+  // Allocator churn: per step, `allocator_misses` caching-allocator misses spread over forward.
+  // Each is a cudaFree of cached blocks (implicitly synchronizing: waits for all queued work,
+  // then takes `free_ns`) followed by a cudaMalloc of `malloc_ns`. On every
+  // `malloc_stall_every`-th step (counted like slow_copy_every) the first cudaMalloc takes
+  // `malloc_stall_ns` instead. 0 = never.
+  int allocator_misses = 0;
+  int64_t free_ns = 300'000;
+  int64_t malloc_ns = 500'000;
+  int malloc_stall_every = 0;
+  int64_t malloc_stall_ns = 120'000'000;
   uint32_t compute_stream = 7;
   uint32_t comm_stream = 21;
   int16_t device = 0;
@@ -111,6 +128,19 @@ struct StepTruth {
   int kernels = 0;              // kernels (compute + comm) starting in the window
   int comm_kernels = 0;
   int blocking_calls = 0;       // blocking calls the model issued that start in the window
+  // GPU idle while the host was issuing work (Python between CUDA calls, non-blocking calls),
+  // outside data waits and drained gaps: the launch-bound loop's overhead.
+  int64_t launch_idle_ns = 0;
+  // Host time inside synchronous memcpy calls from their copy's start on the GPU to the return,
+  // with no compute kernel running (the copy's own cost, without the drain before it).
+  int64_t sync_copy_ns = 0;
+  int64_t pageable_copy_ns = 0;  // the same for async copies with pageable host memory
+  int slow_h2d_copies = 0;       // slowed pinned H2D copies starting (on the GPU) in the window
+  int64_t slow_h2d_extra_ns = 0; // their time beyond the pinned rate
+  int allocator_calls = 0;       // cudaMalloc/cudaFree calls starting in the window
+  int64_t allocator_host_ns = 0; // their host time (whole calls)
+  int64_t allocator_idle_ns = 0; // the part of it with the GPU idle
+  int64_t allocator_max_call_ns = 0;
   int64_t duration_ns() const { return end_ns - start_ns; }
 };
 
@@ -122,6 +152,18 @@ struct GroundTruthTimeline {
   Spans blocking;    // host time inside blocking calls
   Spans fault_idle;  // GPU idle gaps caused by a blocking call that drained the queue
   std::vector<int64_t> compute_kernel_starts, comm_kernel_starts, blocking_call_starts;  // sorted
+  // Host activities the catalog detectors judge. Host spans: a transform that moves the host
+  // must move them too.
+  Spans dispatch;                // Python between CUDA calls and non-blocking CUDA calls
+  Spans sync_copy_transfer;      // synchronous memcpy calls, from their copy's GPU start to the return
+  Spans pageable_copy_transfer;  // the same for async copies with pageable memory
+  std::vector<std::pair<int64_t, int64_t>> allocator_calls;  // cudaMalloc/cudaFree [start, end), sorted
+  struct SlowCopy {
+    int64_t start_ns = 0;     // GPU start
+    int64_t duration_ns = 0;
+    int64_t normal_ns = 0;    // at the pinned rate
+  };
+  std::vector<SlowCopy> slow_h2d;  // sorted by start
 };
 
 struct SyntheticRun {
@@ -137,8 +179,9 @@ struct SyntheticRun {
 SyntheticRun generate(const WorkloadConfig& config);
 
 // Scenario factory. Healthy: `gpu_bound`, `ddp_overlap`. Faulty: `slow_dataloader`, `item_sync`,
-// `pageable_copy`, `serialized_allreduce`. `no_marks` is `gpu_bound` without step ranges; any
-// name with the suffix `+no_marks` (e.g. `item_sync+no_marks`) drops the ranges of that scenario.
+// `pageable_copy`, `serialized_allreduce`, `launch_bound`, `sync_copy`, `slow_h2d`,
+// `allocator_churn`. `no_marks` is `gpu_bound` without step ranges; any name with the suffix
+// `+no_marks` (e.g. `item_sync+no_marks`) drops the ranges of that scenario.
 // `magnitude` scales the injected fault (1.0 = the documented size). Throws std::invalid_argument
 // for an unknown name.
 struct ScenarioOptions {

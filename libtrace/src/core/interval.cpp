@@ -5,8 +5,11 @@
 namespace stepwatch {
 
 IntervalSet IntervalSet::from_unsorted(std::vector<Interval> intervals) {
-  std::sort(intervals.begin(), intervals.end(),
-            [](const Interval& a, const Interval& b) { return a.start < b.start; });
+  auto by_start = [](const Interval& a, const Interval& b) { return a.start < b.start; };
+  // Events usually arrive sorted by start already: checking is O(n), sorting is not.
+  if (!std::is_sorted(intervals.begin(), intervals.end(), by_start)) {
+    std::sort(intervals.begin(), intervals.end(), by_start);
+  }
   return from_sorted(intervals);
 }
 

@@ -29,6 +29,7 @@ MemoryKind host_side_memory(const Event& copy) {
 Timeline::Timeline(std::span<const Event> events, const NameTable& names, const AnalysisConfig& config)
     : events_(events), names_(names), config_(config) {
   std::vector<Interval> compute, comm, copy, data, gc;
+  api_by_correlation_.reserve(events.size() / 2);
   const std::regex data_pattern(config.data_pattern, std::regex::ECMAScript | std::regex::optimize);
   std::unordered_map<NameId, bool> data_match;
 
@@ -40,7 +41,7 @@ Timeline::Timeline(std::span<const Event> events, const NameTable& names, const 
         gpu_by_start_.push_back(i);
         break;
       case EventKind::kMemcpy:
-        if (e.correlation != 0) copy_by_correlation_.try_emplace(e.correlation, i);
+        if (e.correlation != 0) copy_by_correlation_.emplace_back(e.correlation, i);
         [[fallthrough]];
       case EventKind::kMemset:
         copy.push_back({e.start_ns, e.end_ns});
@@ -48,12 +49,7 @@ Timeline::Timeline(std::span<const Event> events, const NameTable& names, const 
         break;
       case EventKind::kApiCall:
         api_by_start_.push_back(i);
-        if (e.correlation != 0) {
-          // Older nsys exports write two runtime rows per call with one correlation id;
-          // the first (outer) one stands for the call.
-          auto [it, inserted] = api_by_correlation_.try_emplace(e.correlation, i);
-          if (!inserted && e.start_ns < events[it->second].start_ns) it->second = i;
-        }
+        if (e.correlation != 0) api_by_correlation_.emplace_back(e.correlation, i);
         break;
       case EventKind::kRange: {
         if (e.has_flag(event_flags::kOnDevice)) break;
@@ -73,6 +69,14 @@ Timeline::Timeline(std::span<const Event> events, const NameTable& names, const 
         break;
     }
   }
+  // Older nsys exports write two runtime rows per call with one correlation id: ordered by
+  // (correlation, start), the first entry of a correlation is the outer call that stands for it.
+  auto by_correlation = [&](const std::pair<uint64_t, uint32_t>& a, const std::pair<uint64_t, uint32_t>& b) {
+    return a.first != b.first ? a.first < b.first : events[a.second].start_ns < events[b.second].start_ns;
+  };
+  for (CorrelationIndex* index : {&api_by_correlation_, &copy_by_correlation_}) {
+    if (!std::is_sorted(index->begin(), index->end(), by_correlation)) std::sort(index->begin(), index->end(), by_correlation);
+  }
   compute_ = IntervalSet::from_unsorted(std::move(compute));
   comm_ = IntervalSet::from_unsorted(std::move(comm));
   copy_ = IntervalSet::from_unsorted(std::move(copy));
@@ -80,10 +84,14 @@ Timeline::Timeline(std::span<const Event> events, const NameTable& names, const 
   data_wait_ = IntervalSet::from_unsorted(std::move(data));
   gc_ = IntervalSet::from_unsorted(std::move(gc));
 
+  // Index lists built in event order are already sorted when the events are (the usual case).
   auto by_start = [&](uint32_t a, uint32_t b) { return events[a].start_ns < events[b].start_ns; };
-  std::sort(gpu_by_start_.begin(), gpu_by_start_.end(), by_start);
-  std::sort(api_by_start_.begin(), api_by_start_.end(), by_start);
-  std::sort(alloc_by_start_.begin(), alloc_by_start_.end(), by_start);
+  auto sort_index = [&](std::vector<uint32_t>& v) {
+    if (!std::is_sorted(v.begin(), v.end(), by_start)) std::sort(v.begin(), v.end(), by_start);
+  };
+  sort_index(gpu_by_start_);
+  sort_index(api_by_start_);
+  sort_index(alloc_by_start_);
 
   // Blocking calls (rule 2 and B) and enqueue calls (rule 3's launch evidence).
   api_blocks_.assign(events.size(), 0);
@@ -111,7 +119,7 @@ Timeline::Timeline(std::span<const Event> events, const NameTable& names, const 
       blocking.push_back({e.start_ns, e.end_ns});
     }
   }
-  std::sort(blocking_by_start_.begin(), blocking_by_start_.end(), by_start);
+  sort_index(blocking_by_start_);
   blocking_end_prefix_max_.resize(blocking_by_start_.size());
   blocking_argmax_.resize(blocking_by_start_.size());
   for (size_t k = 0; k < blocking_by_start_.size(); ++k) {
@@ -131,13 +139,19 @@ Timeline::Timeline(std::span<const Event> events, const NameTable& names, const 
   for (uint32_t i : gpu_by_start_) max_gpu_duration_ns_ = std::max(max_gpu_duration_ns_, events[i].duration_ns());
 }
 
+const Event* Timeline::find_correlated(const CorrelationIndex& index, std::span<const Event> events, uint64_t corr) {
+  if (corr == 0) return nullptr;
+  auto it = std::lower_bound(index.begin(), index.end(), corr,
+                             [](const std::pair<uint64_t, uint32_t>& p, uint64_t c) { return p.first < c; });
+  return it != index.end() && it->first == corr ? &events[it->second] : nullptr;
+}
+
 bool Timeline::is_blocking_call(const Event& api) const {
   if (api.kind != EventKind::kApiCall) return false;
   const ApiClass cls = api.api_class();
   if (cls != ApiClass::kMemcpyAsync) return is_blocking(cls);
-  auto it = copy_by_correlation_.find(api.correlation);
-  if (api.correlation == 0 || it == copy_by_correlation_.end()) return false;
-  return is_blocking(cls, host_side_memory(events_[it->second]));
+  const Event* copy = find_correlated(copy_by_correlation_, events_, api.correlation);
+  return copy != nullptr && is_blocking(cls, host_side_memory(*copy));
 }
 
 const IntervalSet& Timeline::launches_of(uint32_t thread) const {
@@ -152,10 +166,8 @@ const Event* Timeline::next_gpu_record(int64_t t) const {
 }
 
 const Event* Timeline::launcher_of(const Event& gpu_record) const {
-  if (gpu_record.correlation == 0) return nullptr;
   // Copies record the driver correlation; runtime and driver calls share it in Kineto and CUPTI.
-  auto it = api_by_correlation_.find(gpu_record.correlation);
-  return it == api_by_correlation_.end() ? nullptr : &events_[it->second];
+  return find_correlated(api_by_correlation_, events_, gpu_record.correlation);
 }
 
 const Event* Timeline::blocking_call_spanning(int64_t a, int64_t slack_ns) const {
@@ -171,14 +183,14 @@ bool Timeline::counts_as_sync(uint32_t index) const {
   if (!api_blocks_[index]) return false;
   const Event& e = events_[index];
   // A CUPTI sync record whose API call is also in the data is the same wait: count it once.
-  if (e.kind == EventKind::kSync && e.correlation != 0 && api_by_correlation_.count(e.correlation)) return false;
+  if (e.kind == EventKind::kSync && find_correlated(api_by_correlation_, events_, e.correlation) != nullptr) {
+    return false;
+  }
   return true;
 }
 
 const Event* Timeline::copy_of(const Event& api) const {
-  if (api.correlation == 0) return nullptr;
-  auto it = copy_by_correlation_.find(api.correlation);
-  return it == copy_by_correlation_.end() ? nullptr : &events_[it->second];
+  return find_correlated(copy_by_correlation_, events_, api.correlation);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -322,6 +334,11 @@ StepView analyze_step(const StepWindow& window, const Timeline& tl, int rank) {
   if (v.top_kernels.size() > StepView::kTopKernels) v.top_kernels.resize(StepView::kTopKernels);
   std::sort(v.copies.begin(), v.copies.end(), [](const CopyRecord& x, const CopyRecord& y) { return x.bytes > y.bytes; });
   if (v.copies.size() > StepView::kMaxCopies) v.copies.resize(StepView::kMaxCopies);
+  for (CopyRecord& cp : v.copies) {
+    const int64_t end = cp.start_ns + cp.duration_ns;
+    const IntervalSet kernels = tl.compute().clip(cp.start_ns, end).unite(tl.comm().clip(cp.start_ns, end));
+    cp.exposed_ns = cp.duration_ns - kernels.total_length();
+  }
   for (auto& [type, list] : by_type) {
     const IntervalSet set = IntervalSet::from_unsorted(std::move(list));
     CollectiveStat stat;
@@ -347,6 +364,7 @@ StepView analyze_step(const StepWindow& window, const Timeline& tl, int rank) {
       AllocationStat& a = v.allocations;
       ++a.calls;
       a.host_ns += call.duration_ns();
+      a.gpu_idle_ns += call.duration_ns() - tl.busy().measure_within(call.start_ns, call.end_ns);
       if (call.duration_ns() > a.max_call_ns) {
         a.max_call_ns = call.duration_ns();
         a.slowest_call = std::string(tl.names().view(call.name));
@@ -378,7 +396,10 @@ StepView analyze_step(const StepWindow& window, const Timeline& tl, int rank) {
     stat.host_ns += std::max<int64_t>(0, hi - lo);
     stat.gpu_idle_ns += std::max<int64_t>(0, hi - lo) - busy.measure_within(lo, hi);
     stat.no_compute_ns += std::max<int64_t>(0, hi - lo) - c.measure_within(lo, hi);
-    if (const Event* cp = tl.copy_of(call)) {
+    const Event* cp = tl.copy_of(call);
+    const int64_t transfer_from = cp ? std::max(lo, cp->start_ns) : lo;
+    if (hi > transfer_from) stat.transfer_no_compute_ns += (hi - transfer_from) - c.measure_within(transfer_from, hi);
+    if (cp) {
       stat.bytes += cp->bytes;
       stat.copy_gpu_ns += cp->duration_ns();
       stat.copy_kind = cp->copy_kind();

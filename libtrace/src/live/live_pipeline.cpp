@@ -114,8 +114,18 @@ void LivePipeline::judge_complete(int64_t limit_ns, bool final_pass) {
   }
   if (ready.empty()) return;
 
-  std::stable_sort(retained_.begin(), retained_.end(), by_start);
-  const Timeline timeline(retained_, names_, config_.analysis);
+  // The timeline needs everything up to the first GPU record after the last ready window (it
+  // ends that window's last gap); later events only cost time. The retained events are not
+  // kept sorted (the Timeline indexes them itself): a partition puts the slice first.
+  const int64_t last_end = ready.back().end_ns;
+  int64_t slice_end_ns = INT64_MAX;
+  for (const Event& e : retained_) {
+    if (e.is_gpu_record() && e.start_ns >= last_end) slice_end_ns = std::min(slice_end_ns, e.start_ns);
+  }
+  auto slice_end = std::partition(retained_.begin(), retained_.end(),
+                                  [&](const Event& e) { return e.start_ns <= slice_end_ns; });
+  const std::span<const Event> slice(retained_.data(), static_cast<size_t>(slice_end - retained_.begin()));
+  const Timeline timeline(slice, names_, config_.analysis);
 
   for (StepWindow w : ready) {
     if (w.number < 0) w.number = ordinal_;
@@ -138,10 +148,8 @@ void LivePipeline::judge_complete(int64_t limit_ns, bool final_pass) {
     // Flight recorder: the step's events (those overlapping its window).
     StepCapture capture;
     capture.window = w;
-    auto hi = std::lower_bound(retained_.begin(), retained_.end(), w.end_ns,
-                               [](const Event& e, int64_t t) { return e.start_ns < t; });
-    for (auto it = retained_.begin(); it != hi; ++it) {
-      if (it->end_ns >= w.start_ns) capture.events.push_back(*it);
+    for (const Event& e : slice) {
+      if (e.start_ns < w.end_ns && e.end_ns >= w.start_ns) capture.events.push_back(e);
     }
     ring_.push(std::move(capture));
 
@@ -172,7 +180,7 @@ void LivePipeline::judge_complete(int64_t limit_ns, bool final_pass) {
 
 void LivePipeline::enforce_retention_cap() {
   if (retained_.size() <= max_retained_) return;
-  std::stable_sort(retained_.begin(), retained_.end(), by_start);
+  std::sort(retained_.begin(), retained_.end(), by_start);
   const size_t drop = retained_.size() - max_retained_ / 2;
   const bool any_steps = !explicit_ranges_.empty() || !marks_.empty() || !range_windows_.empty() || steps_analyzed_ > 0;
   if (!any_steps) {

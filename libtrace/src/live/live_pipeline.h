@@ -70,7 +70,7 @@ class LivePipeline {
   StepAssembler assembler_;
   std::unordered_map<NameId, bool> step_name_cache_;
 
-  std::vector<Event> retained_;  // events not yet evicted, unsorted between passes
+  std::vector<Event> retained_;  // events not yet evicted, in no particular order
   // Step windows from each source, not yet judged (sorted by start when used).
   std::vector<StepWindow> explicit_ranges_, range_windows_;
   std::vector<Event> marks_;     // explicit step marks (C API step_begin)

@@ -17,8 +17,6 @@ import importlib
 
 from . import _api
 
-__all__ = ["StepwatchCallback", "StepwatchTrainerCallback"]
-
 _built = {}
 
 
@@ -107,6 +105,10 @@ def _build_transformers():
 
 
 _BUILDERS = {"StepwatchCallback": _build_lightning, "StepwatchTrainerCallback": _build_transformers}
+
+
+def __dir__():
+    return sorted(list(globals()) + list(_BUILDERS))
 
 
 def __getattr__(name):

@@ -3,7 +3,7 @@
     import stepwatch.torch
     w = stepwatch.torch.watch(optimizer, loader)
     for x, y in w.loader:          # next() runs inside a "DataLoader" phase: data-wait evidence
-        loss = model(x).loss(y)
+        loss = loss_fn(model(x), y)
         loss.backward()
         optimizer.step()           # the post-hook ends this step and begins the next
     w.close()                      # optional: removes the hooks
@@ -13,8 +13,8 @@ What watch() installs (each undone by close()):
   - a wrapped loader (`w.loader`) whose iterator runs next() inside phase("DataLoader"), which the
     default STEPWATCH_DATA_PATTERN matches: direct input-starvation evidence;
   - a gc.callbacks entry timing every collection as a "gc" phase;
-  - torch.profiler.profile.start/stop wrappers pausing stepwatch while a profiler runs (CUPTI has a
-    single subscriber) and resuming it after the last one stops.
+  - torch.profiler.profile wrappers pausing stepwatch while a profiler traces (CUPTI has a single
+    subscriber) and resuming it after the last one stops (see "torch.profiler" below).
 
 torch is imported only when watch() patches the profiler, by absolute name: this module is
 `stepwatch.torch`, never the real `torch`.
@@ -103,6 +103,7 @@ def wrap_loader(loader, phase_name=DATA_PHASE):
 # ---- GC -----------------------------------------------------------------------------------------
 
 _GC_RAW = GC_PHASE.encode()
+_gc_users = [0]  # open watch() handles with gc=True; the callback is installed once
 
 
 def _gc_callback(phase, info):
@@ -135,13 +136,18 @@ def _remove_gc():
             pass
 
 
-_gc_users = [0]
-
 
 # ---- torch.profiler -----------------------------------------------------------------------------
 # One patch per process, shared by every watch() (reference-counted): stepwatch is paused when the
-# first profiler starts and resumed when the last one stops. The class attributes are restored
-# when the last watcher closes and no profiler is running.
+# first profiler takes CUPTI and resumed when the last one gives it back. The class attributes are
+# restored when the last watcher closes and no profiler is running.
+#
+# Where: torch.profiler.profile's prepare_trace (Kineto enables its CUPTI activities there) and
+# stop_trace (Kineto is done with CUPTI), both defined on _KinetoProfile since torch 1.9. start()
+# calls prepare_trace + start_trace and stop() calls stop_trace, and a profiler with a schedule
+# calls them only around its warm-up/active windows: so a whole training loop wrapped in
+# `with profile(schedule=...)` pauses stepwatch only while Kineto actually traces. Without those
+# methods, start/stop (entered by __enter__/__exit__) are patched instead.
 
 _MISSING = object()
 _prof_lock = threading.RLock()
@@ -149,9 +155,10 @@ _prof_state = {
     "cls": None,         # the patched class (torch.profiler.profile)
     "saved": {},         # method name -> the class's own attribute before patching (_MISSING: inherited)
     "users": 0,          # open watch() handles that asked for the profiler patch
-    "running": set(),    # id() of profilers between start() and stop()
-    "paused": False,     # whether our pause() succeeded (then stop resumes)
+    "running": set(),    # id() of profilers between taking CUPTI and giving it back
+    "paused": False,     # whether our pause() succeeded (then the last stop resumes)
 }
+_PATCH_POINTS = (("prepare_trace", "stop_trace"), ("start", "stop"))
 
 
 def _profiler_started(prof):
@@ -178,31 +185,31 @@ def _profiler_stopped(prof):
                 _unpatch_profiler_locked()
 
 
-def _make_start(orig):
-    def start(self, *args, **kwargs):
+def _make_begin(orig):
+    def begin(self, *args, **kwargs):
         if _prof_state["users"] > 0:
-            _profiler_started(self)
+            _profiler_started(self)  # before Kineto touches CUPTI
         try:
             return orig(self, *args, **kwargs)
         except BaseException:
             _profiler_stopped(self)
             raise
 
-    start.__wrapped__ = orig
-    start._stepwatch_patch = True
-    return start
+    begin.__wrapped__ = orig
+    begin._stepwatch_patch = True
+    return begin
 
 
-def _make_stop(orig):
-    def stop(self, *args, **kwargs):
+def _make_end(orig):
+    def end(self, *args, **kwargs):
         try:
             return orig(self, *args, **kwargs)
         finally:
-            _profiler_stopped(self)
+            _profiler_stopped(self)  # after Kineto released CUPTI (also when it raised)
 
-    stop.__wrapped__ = orig
-    stop._stepwatch_patch = True
-    return stop
+    end.__wrapped__ = orig
+    end._stepwatch_patch = True
+    return end
 
 
 def _patch_profiler():
@@ -214,11 +221,16 @@ def _patch_profiler():
         return False
     with _prof_lock:
         if _prof_state["cls"] is None:
+            begin_name, end_name = next(
+                ((b, e) for b, e in _PATCH_POINTS if callable(getattr(cls, b, None)) and callable(getattr(cls, e, None))),
+                (None, None))
+            if begin_name is None:
+                return False
             saved = {}
-            for name, make in (("start", _make_start), ("stop", _make_stop)):
-                orig = getattr(cls, name, None)
-                if orig is None or getattr(orig, "_stepwatch_patch", False):
-                    continue
+            for name, make in ((begin_name, _make_begin), (end_name, _make_end)):
+                orig = getattr(cls, name)
+                if getattr(orig, "_stepwatch_patch", False):
+                    continue  # patched by another copy of this module: do not wrap twice
                 saved[name] = cls.__dict__.get(name, _MISSING)
                 setattr(cls, name, make(orig))
             _prof_state["cls"] = cls
@@ -315,7 +327,7 @@ def watch(optimizer=None, loader=None, gc=True, profiler=True, data_phase=DATA_P
     optimizer: its step() ends one stepwatch step and begins the next (a step post-hook).
     loader:    any iterable (a torch DataLoader); iterate over the returned handle's `.loader`.
     gc:        time every garbage collection as a "gc" phase.
-    profiler:  pause stepwatch while a torch.profiler.profile runs (resumed after it stops).
+    profiler:  pause stepwatch while a torch.profiler.profile traces (resumed after it stops).
     Returns a Watch handle; close() undoes everything.
     """
     w = Watch()

@@ -33,7 +33,10 @@ void write_truth(const stepwatch::synthetic::SyntheticRun& run, std::ostream& ou
         << ",\"copy_only_ms\":" << ms3(t.copy_only_ns) << ",\"idle_ms\":" << ms3(t.idle_ns)
         << ",\"data_wait_ms\":" << ms3(t.data_wait_ns) << ",\"input_idle_ms\":" << ms3(t.input_idle_ns)
         << ",\"sync_idle_ms\":" << ms3(t.sync_idle_ns) << ",\"blocked_idle_ms\":" << ms3(t.blocked_idle_ns)
-        << ",\"kernels\":" << t.kernels << ",\"blocking_calls\":" << t.blocking_calls << "}\n";
+        << ",\"kernels\":" << t.kernels << ",\"blocking_calls\":" << t.blocking_calls
+        << ",\"launch_idle_ms\":" << ms3(t.launch_idle_ns) << ",\"sync_copy_ms\":" << ms3(t.sync_copy_ns)
+        << ",\"pageable_copy_ms\":" << ms3(t.pageable_copy_ns) << ",\"slow_h2d_extra_ms\":" << ms3(t.slow_h2d_extra_ns)
+        << ",\"allocator_idle_ms\":" << ms3(t.allocator_idle_ns) << "}\n";
   }
 }
 

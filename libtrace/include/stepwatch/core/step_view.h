@@ -55,6 +55,10 @@ struct BlockingCallStat {
   CopyKind copy_kind = CopyKind::kUnknown;
   int64_t no_compute_ns = 0;  // host time inside these calls with no compute kernel running
   int64_t copy_gpu_ns = 0;    // copies: GPU time of the copies they launched
+  // Copies: host time inside these calls from the start of their copy on the GPU to the return,
+  // with no compute kernel running (the whole call when the copy record is missing). The copy's
+  // own cost: the wait for work queued before it is the drain that hidden_sync judges.
+  int64_t transfer_no_compute_ns = 0;
 };
 
 // Kernels of one name in the step (the heaviest names only).
@@ -75,6 +79,7 @@ struct CopyRecord {
   int64_t start_ns = 0;
   int64_t duration_ns = 0;
   bool async = false;
+  int64_t exposed_ns = 0;  // the part of the copy with no compute or NCCL kernel running (whole copy)
   double gb_per_s() const { return duration_ns > 0 ? double(bytes) / double(duration_ns) : 0.0; }
 };
 
@@ -84,6 +89,7 @@ struct AllocationStat {
   int64_t host_ns = 0;         // host time inside them
   int64_t max_call_ns = 0;
   std::string slowest_call;
+  int64_t gpu_idle_ns = 0;     // part of host_ns with the GPU idle (nothing running on it)
   int driver_events = 0;       // device allocations/releases recorded by the tracer (MEMORY2)
   uint64_t bytes = 0;          // bytes allocated (driver events)
 };

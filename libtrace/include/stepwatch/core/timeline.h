@@ -67,8 +67,12 @@ class Timeline {
   const AnalysisConfig& config_;
   IntervalSet compute_, comm_, copy_, busy_, blocking_, data_wait_, gc_, launch_all_;
   std::unordered_map<uint32_t, IntervalSet> launch_by_thread_;
-  std::unordered_map<uint64_t, uint32_t> api_by_correlation_;    // correlation -> API call index
-  std::unordered_map<uint64_t, uint32_t> copy_by_correlation_;   // correlation -> memcpy index
+  // (correlation, event index) sorted by correlation: a flat index is several times cheaper to
+  // build than a hash map, and the live path builds one per judged batch of steps.
+  using CorrelationIndex = std::vector<std::pair<uint64_t, uint32_t>>;
+  static const Event* find_correlated(const CorrelationIndex& index, std::span<const Event> events, uint64_t corr);
+  CorrelationIndex api_by_correlation_;   // API calls; a correlation's first entry is its outer call
+  CorrelationIndex copy_by_correlation_;  // memcpy records
   std::vector<uint32_t> gpu_by_start_;
   std::vector<uint32_t> api_by_start_;
   std::vector<uint32_t> alloc_by_start_;

@@ -1,0 +1,46 @@
+// sync_memcpy — a synchronous memcpy API call: the host waits for the copy, whatever the memory.
+// Catalog: "Blocking H2D copy: cudaMemcpy (sync variant) on API row stalls launches; Memcpy row
+// at step start not overlapped" (nsys expert rule cuda_memcpy_sync). Refines hidden_sync, which
+// still reports the GPU idle when the call drained the queue.
+// Cost: host time inside the calls from the start of their copy on the GPU to the return, with
+// no compute kernel running (BlockingCallStat::transfer_no_compute_ns): the copy's own cost. The
+// wait for work queued before the copy is not counted here: it is a drain, and what it costs
+// (GPU idle) is hidden_sync's.
+#include "sync_memcpy.h"
+
+#include "copy_evidence.h"
+#include "detector_util.h"
+
+namespace stepwatch {
+
+SyncMemcpyDetector::SyncMemcpyDetector(const AnalysisConfig& config)
+    : thresholds_(config.thresholds_for(std::string(kId))) {}
+
+void SyncMemcpyDetector::on_step(const StepView& step, FindingSink& sink) {
+  const detail::BlockingCopySummary s = detail::summarize_blocking_copies(
+      step, [](const BlockingCallStat& c) { return c.api_class == ApiClass::kMemcpySync; });
+  Finding f;
+  if (!judge_cost(kId, step, s.cost_ns, thresholds_, f)) return;
+
+  const std::string direction = detail::join(s.directions, "/");
+  std::string what = std::to_string(s.calls) + "x " + detail::join(s.names, ", ") + " (synchronous " + direction;
+  if (s.bytes > 0) what += ", " + detail::format_bytes(s.bytes);
+  if (s.copy_gpu_ns > 0) what += " at " + detail::format_gb_per_s(s.gb_per_s());
+  what += ", " + detail::join(s.host_memories, "/") + " host memory)";
+  f.message = "host blocked " + format_ms(s.cost_ns) + " (" + format_pct(f.cost_pct) + " of " +
+              format_ms(step.duration_ns()) + ") in " + what +
+              " with no compute kernel running: a blocking copy stalls launches. Fix: cudaMemcpyAsync from "
+              "pinned memory (pin_memory=True, .to(device, non_blocking=True)), prefetch the next batch to the device.";
+  f.with("copy_blocked_ms", detail::ms3_ns(s.cost_ns))
+      .with("calls", static_cast<int64_t>(s.calls))
+      .with("bytes", static_cast<int64_t>(s.bytes))
+      .with("direction", direction)
+      .with("gb_per_s", detail::ms3(s.gb_per_s()))
+      .with("copy_ms", detail::ms3_ns(s.copy_gpu_ns))
+      .with("host_ms", detail::ms3_ns(s.host_ns))
+      .with("host_memory", detail::join(s.host_memories, "/"))
+      .with("api", s.names);
+  sink.emit(std::move(f));
+}
+
+}  // namespace stepwatch
