@@ -80,6 +80,7 @@ void CheckpointStallDetector::on_step(const StepView& step, FindingSink& sink) {
       .with("dtoh_copies", static_cast<int64_t>(dtoh_copies))
       .with("copy_only_ms", detail::ms3_ns(step.copy_only_ns))
       .with("occurrences", static_cast<int64_t>(v.occurrences));
+  f.established = true;
   sink.emit(std::move(f));
 }
 

@@ -45,6 +45,7 @@ void EpochBoundaryStallDetector::on_step(const StepView& step, FindingSink& sink
       .with("interval_ms", detail::ms3_ns(v.interval_ns))
       .with("tax_pct", detail::ms3(tax_pct))
       .with("occurrences", static_cast<int64_t>(v.occurrences));
+  f.established = true;
   sink.emit(std::move(f));
 }
 

@@ -53,6 +53,7 @@ void GcPauseDetector::on_step(const StepView& step, FindingSink& sink) {
       .with("gc_confirmed", static_cast<int64_t>(confirmed))
       .with("stall_steps", earlier + 1)
       .with("recent_steps", recent + 1);
+  f.established = true;
   sink.emit(std::move(f));
 }
 

@@ -51,6 +51,7 @@ void RecompilationDetector::on_step(const StepView& step, FindingSink& sink) {
       .with("host_idle_ms", detail::ms3_ns(host_idle_ns))
       .with("largest_host_gap_ms", detail::ms3_ns(largest_host_gap_ns))
       .with("gpu_busy_pct", detail::ms3(100.0 * step.duty_cycle()));
+  f.established = true;
   sink.emit(std::move(f));
 }
 

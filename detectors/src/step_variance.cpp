@@ -114,6 +114,7 @@ void StepVarianceDetector::on_step(const StepView& step, FindingSink& sink) {
       .with("max_ms", detail::ms3_ns(*max_it))
       .with("slow_busy_share_pct", detail::ms3(100.0 * busy_share))
       .with("slow_kernel_ratio", detail::ms3(kernel_ratio));
+  f.established = true;
   sink.emit(std::move(f));
 }
 

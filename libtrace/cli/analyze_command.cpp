@@ -31,9 +31,13 @@ std::vector<std::string> expand_inputs(const std::vector<std::string>& inputs) {
   for (const std::string& in : inputs) {
     std::error_code ec;
     if (fs::is_directory(in, ec)) {
+      // A live run folder (rank<R>-pid<P>/) holds its traces in dumps/; its summary.json is not one.
+      const fs::path dir = fs::is_directory(fs::path(in) / "dumps", ec) ? fs::path(in) / "dumps" : fs::path(in);
       std::vector<std::string> found;
-      for (const auto& entry : fs::directory_iterator(in, ec)) {
-        if (entry.is_regular_file(ec) && is_trace_file(entry.path())) found.push_back(entry.path().string());
+      for (const auto& entry : fs::directory_iterator(dir, ec)) {
+        if (entry.is_regular_file(ec) && is_trace_file(entry.path()) && entry.path().filename() != "summary.json") {
+          found.push_back(entry.path().string());
+        }
       }
       std::sort(found.begin(), found.end());
       if (found.empty()) throw ImportError(in, "directory contains no trace files (*.json, *.json.gz)");

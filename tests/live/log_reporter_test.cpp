@@ -105,3 +105,32 @@ TEST(LogReporter, WholeRunFindingsAreRateLimited) {
 
 }  // namespace
 }  // namespace stepwatch::live
+
+namespace stepwatch::live {
+namespace {
+
+TEST(LogReporter, EstablishedPatternsAreReportedAtOnce) {
+  LogFixture fx;
+  StepView v;
+  v.step = 9;
+  v.rank = 1;
+  v.end_ns = 100'000'000;
+  Finding f;
+  f.detector = "checkpoint_stall";
+  f.rank = 1;
+  f.step = 9;
+  f.message = "every 4 steps a 420 ms D2H burst";
+  f.established = true;
+  std::vector<Finding> fs{f};
+  fx.log->on_step(v, true, fs);
+  auto lines = fx.lines();
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0], "[stepwatch][rank 1][step 9] checkpoint_stall: every 4 steps a 420 ms D2H burst");
+  v.step = 13;
+  fs[0].step = 13;
+  fx.log->on_step(v, true, fs);  // again within persist_every steps: quiet
+  EXPECT_EQ(fx.lines().size(), 1u);
+}
+
+}  // namespace
+}  // namespace stepwatch::live

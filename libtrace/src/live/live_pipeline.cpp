@@ -221,10 +221,13 @@ void LivePipeline::report_losses(int64_t step) {
     kinds += (kinds.empty() ? "" : ", ") + std::string(name) + " " + std::to_string(n);
     f.with(std::string(name), static_cast<int64_t>(n));
   }
+  const uint64_t unpaired = losses_.counts[static_cast<size_t>(LossKind::kUnpairedRange)].load();
+  const bool only_unpaired = unpaired == total;
   f.message = std::to_string(total - losses_reported_) + " trace records lost since the last report (" +
-              std::to_string(total) + " in all: " + kinds +
-              "): findings on recent steps may miss activity. Fix: raise STEPWATCH_CUPTI_BUFFER_KB / "
-              "STEPWATCH_CUPTI_MAX_BUFFERS / STEPWATCH_MEMORY_MB, or flush more often (STEPWATCH_FLUSH_MS).";
+              std::to_string(total) + " in all: " + kinds + "): findings on recent steps may miss activity. " +
+              (only_unpaired ? "Fix: pair every NVTX push/start and stepwatch_phase_push with its pop/end."
+                             : "Fix: raise STEPWATCH_CUPTI_BUFFER_KB / STEPWATCH_CUPTI_MAX_BUFFERS / "
+                               "STEPWATCH_MEMORY_MB, or flush more often (STEPWATCH_FLUSH_MS).");
   f.with("lost", static_cast<int64_t>(total - losses_reported_)).with("lost_total", static_cast<int64_t>(total));
   losses_reported_ = total;
   reporter_.on_run_finding(f);

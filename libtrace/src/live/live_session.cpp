@@ -211,14 +211,17 @@ void LiveSession::analysis_loop() {
   const auto period = std::chrono::milliseconds(std::max<int64_t>(config_.flush_period_ms / 2, 20));
   for (;;) {
     bool stop = false;
+    bool exact = false;
     {
       std::unique_lock<std::mutex> lock(loop_mu_);
       loop_cv_.wait_for(lock, period, [&] { return wake_ || stop_; });
       wake_ = false;
       stop = stop_;
+      exact = flush_requested_;
+      flush_requested_ = false;
     }
     try {
-      analysis_cycle(stop);
+      analysis_cycle(stop, exact);
     } catch (...) {
       // Never let an analysis failure escape into the host; the next cycle tries again.
     }
@@ -233,7 +236,7 @@ void LiveSession::analysis_loop() {
   }
 }
 
-void LiveSession::analysis_cycle(bool final_pass) {
+void LiveSession::analysis_cycle(bool final_pass, bool exact_watermark) {
   std::vector<Event> batch;
   queues_.drain(batch);
   {
@@ -250,7 +253,11 @@ void LiveSession::analysis_cycle(bool final_pass) {
   if (final_pass) {
     pipeline_->finish();
   } else {
-    pipeline_->advance(watermark);
+    // Without GPU tracing every event is submitted when it ends, so after an explicit flush the
+    // data up to now is complete and needs no margin. With CUPTI the margin stays: GPU work of a
+    // step that just ended may still be running, and judging it now would see false idle.
+    const bool exact = exact_watermark && !gpu_traced_.load();
+    pipeline_->advance(exact ? watermark + pipeline_->margin_ns() : watermark);
   }
   if (const auto& v = pipeline_->last_step()) {
     stepwatch_step_summary s{};
@@ -375,6 +382,7 @@ int LiveSession::flush() noexcept {
     std::unique_lock<std::mutex> lock(loop_mu_);
     const uint64_t target = cycles_ + 2;  // a full cycle that started after this call
     wake_ = true;
+    flush_requested_ = true;
     loop_cv_.notify_one();
     done_cv_.wait_for(lock, std::chrono::milliseconds(std::max<int64_t>(4 * config_.flush_period_ms, 1000)),
                       [&] { return cycles_ >= target || finished_; });

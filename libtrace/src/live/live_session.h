@@ -68,7 +68,7 @@ class LiveSession final : public EventSink {
  private:
   LiveSession(const LiveConfig& config, const std::vector<std::string>& problems, const std::string& log_path);
   void analysis_loop();
-  void analysis_cycle(bool final_pass);
+  void analysis_cycle(bool final_pass, bool exact_watermark);
   void wake() noexcept;
 
   LiveConfig config_;
@@ -103,6 +103,7 @@ class LiveSession final : public EventSink {
   std::condition_variable loop_cv_;
   std::condition_variable done_cv_;
   bool wake_ = false;
+  bool flush_requested_ = false;  // stepwatch_flush: the watermark is exact, judge up to it
   bool stop_ = false;
   bool finished_ = false;
   uint64_t cycles_ = 0;

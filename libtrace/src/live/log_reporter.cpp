@@ -52,11 +52,18 @@ void LogReporter::on_step(const StepView& step, bool judged, std::span<const Fin
   if (!judged) return;
   for (auto& [id, quiet] : run_finding_quiet_) quiet = quiet > 0 ? quiet - 1 : 0;
   // Every detector with history or a finding this step advances its window.
-  for (const Finding& f : findings) patterns_.try_emplace(f.detector);
+  // Established patterns (trends, periodic stalls) are reported at once, rate-limited like
+  // whole-run findings; the sustained rule below is for per-step costs.
+  for (const Finding& f : findings) {
+    if (f.established) on_run_finding(f);
+  }
+  for (const Finding& f : findings) {
+    if (!f.established) patterns_.try_emplace(f.detector);
+  }
   for (auto& [id, p] : patterns_) {
     const Finding* f = nullptr;
     for (const Finding& x : findings) {
-      if (x.detector == id) f = &x;
+      if (x.detector == id && !x.established) f = &x;
     }
     p.window.push_back(f ? f->cost_ms : -1.0);
     if (p.window.size() > static_cast<size_t>(config_.sustain_window)) p.window.pop_front();

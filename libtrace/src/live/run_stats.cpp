@@ -104,8 +104,9 @@ std::string RunStats::text(const NameTable& names, int rank, std::span<const uin
                            const SelfOverhead& o) const {
   std::string out;
   auto line = [&](const std::string& s) { out += "[stepwatch][rank " + std::to_string(rank) + "] " + s + "\n"; };
-  line("exit summary: " + std::to_string(steps_) + " steps analyzed (" + std::to_string(steps_ - judged_ - untraced_) +
-       " warm-up, " + std::to_string(untraced_) + " without GPU tracing; neither judged)");
+  line("exit summary: " + std::to_string(steps_) + " steps analyzed, " + std::to_string(judged_) + " judged (" +
+       std::to_string(steps_ - judged_ - untraced_) + " warm-up, " + std::to_string(untraced_) +
+       " without GPU tracing)");
   if (!step_ms_.empty()) {
     double sum = 0;
     for (double x : step_ms_) sum += x;

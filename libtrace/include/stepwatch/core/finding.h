@@ -22,6 +22,10 @@ struct Finding {
   double cost_ms = 0.0;   // the goodput tax of this step
   double cost_pct = 0.0;  // of the step's wall time
   std::string message;    // signature + fix direction, one line
+  // The finding states a pattern already established from history (a trend, a periodic or
+  // irregular stall): the live log reports it at once instead of waiting for it to recur on
+  // most recent steps (the sustained rule is for per-step costs).
+  bool established = false;
   std::vector<std::pair<std::string, EvidenceValue>> evidence;  // in insertion order
 
   Finding& with(std::string key, EvidenceValue value) {
