@@ -194,3 +194,23 @@ TEST(HtaOverlap, DropsKernelsLaunchedInTheLastStep) {
 
 }  // namespace
 }  // namespace stepwatch
+
+namespace stepwatch {
+namespace {
+
+TEST(GapAttribution, ALaunchStillInFlightWhenTheGpuIdledIsLaunchTimeNotOther) {
+  testing::TraceBuilder b;
+  b.launch(0, 5, 1).kernel(6, 14, 1);
+  b.launch(10, 20, 2).kernel(21, 29, 2);  // its launch began before the GPU idled at 14, ended after
+  const StepView v = [&] {
+    AnalysisConfig config;
+    const Timeline tl(b.trace.events, b.trace.names, config);
+    return analyze_step(StepWindow{testing::us(6), testing::us(29), 1, StepSource::kRange}, tl, 0);
+  }();
+  EXPECT_EQ(v.idle[IdleCause::kOther], 0);
+  EXPECT_EQ(v.idle[IdleCause::kLaunch], testing::us(6));  // [14,20) inside the launch call
+  EXPECT_EQ(v.idle[IdleCause::kHost], testing::us(1));    // [20,21)
+}
+
+}  // namespace
+}  // namespace stepwatch

@@ -216,8 +216,10 @@ GapRecord attribute_gap(const GapContext& ctx, int64_t a, int64_t b, bool resume
   const Event* launcher = next ? tl.launcher_of(*next) : nullptr;
 
   // Rule 1: the work that ended the gap was queued before the GPU went idle: the GPU waited
-  // on something else (a dependency, another stream, throttling) — not on the host.
-  if (next && next->correlation != 0 && (launcher == nullptr || launcher->start_ns < a)) {
+  // on something else (a dependency, another stream, throttling) — not on the host. "Queued"
+  // means its launch call had returned: a launch still in flight when the GPU drained is the
+  // host's launch cost (rule 3), the signature of launch-bound loops.
+  if (next && next->correlation != 0 && (launcher == nullptr || launcher->end_ns <= a)) {
     gap.rule = GapRule::kQueuedEarlier;
     gap.parts[IdleCause::kOther] = gap.counted_ns;
     return gap;
