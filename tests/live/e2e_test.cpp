@@ -125,7 +125,10 @@ TEST_P(LiveFault, FindingInTheLogTheFilesAndTheDump) {
   // The flight-recorder dump reads back through `stepwatch analyze` with the same finding.
   fs::path dump;
   if (fs::exists(r.run_dir / "dumps")) {
-    for (const auto& e : fs::directory_iterator(r.run_dir / "dumps")) dump = e.path();
+    // One dump per detector that fired: this detector's.
+    for (const auto& e : fs::directory_iterator(r.run_dir / "dumps")) {
+      if (e.path().filename().string().rfind(std::string(c.detector) + "-step", 0) == 0) dump = e.path();
+    }
   }
   ASSERT_FALSE(dump.empty()) << "no dump in " << r.run_dir;
   EXPECT_NE(dump.filename().string().find(c.detector), std::string::npos);
@@ -144,8 +147,19 @@ TEST_P(LiveFault, FindingInTheLogTheFilesAndTheDump) {
 INSTANTIATE_TEST_SUITE_P(Faults, LiveFault,
                          ::testing::Values(FaultCase{"slow_dataloader", "input_starvation"},
                                            FaultCase{"item_sync", "hidden_sync"},
-                                           FaultCase{"serialized_allreduce", "exposed_collective"}),
+                                           FaultCase{"serialized_allreduce", "exposed_collective"},
+                                           FaultCase{"launch_bound", "launch_bound"},
+                                           FaultCase{"allocator_churn", "allocator_churn"}),
                          [](const ::testing::TestParamInfo<FaultCase>& p) { return std::string(p.param.scenario); });
+
+TEST(LiveTrend, CheckpointStallIsReportedOnceItsPeriodIsEstablished) {
+  const RunResult r = run_driver("checkpoint", 13);
+  ASSERT_EQ(r.exit_code, 0) << r.log;
+  EXPECT_GE(count_detector(r, "checkpoint_stall"), 1u) << r.log;
+  // An established pattern is in the log at once (it never recurs on 3 of 5 steps).
+  const std::regex line("\\[stepwatch\\]\\[rank 0\\]\\[step [0-9]+\\] checkpoint_stall: .*Fix: ");
+  EXPECT_TRUE(std::regex_search(r.log, line)) << r.log;
+}
 
 TEST(LiveHealthy, GpuBoundLoopStaysSilent) {
   const RunResult r = run_driver("gpu_bound", 8);

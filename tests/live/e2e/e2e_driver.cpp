@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "fake_cupti/fake_cupti.h"
+#include "synthetic/transforms.h"
 #include "synthetic/workload.h"
 
 namespace {
@@ -60,6 +61,8 @@ uint32_t runtime_cbid(std::string_view name) {
   if (name == "cudaStreamSynchronize") return 131;
   if (name == "cudaEventRecord") return 135;
   if (name == "cudaStreamWaitEvent") return 147;
+  if (name == "cudaMalloc") return 20;
+  if (name == "cudaFree") return 22;
   return 0;
 }
 int cupti_copy_kind(CopyKind k) {
@@ -177,7 +180,17 @@ int main(int argc, char** argv) {
   stepwatch::synthetic::ScenarioOptions opts;
   opts.steps = steps;
   opts.first_step = 0;
-  const auto run = stepwatch::synthetic::make_scenario(scenario + "+no_marks", opts);
+  // "checkpoint": a GPU-bound loop saving a checkpoint every 4th step (blocking D2H copies to
+  // pageable memory, then a file write), the batch-B transform of the synthetic model.
+  const bool checkpoint = scenario == "checkpoint";
+  auto run = stepwatch::synthetic::make_scenario((checkpoint ? std::string("gpu_bound") : scenario) + "+no_marks", opts);
+  if (checkpoint) {
+    stepwatch::synthetic::CheckpointSpec spec;
+    spec.copies = 4;
+    spec.bytes_per_copy = 64ull << 20;
+    spec.write_ns = 50'000'000;
+    stepwatch::synthetic::inject_checkpoints(run, stepwatch::synthetic::every_nth_step(run, 4), spec);
+  }
 
   Delivery d{fake, &run.trace, (now_ns() + 100'000'000) - run.truth.front().start_ns, {}};
   // Host markers, replayed at their moments through the C API.
