@@ -2,6 +2,8 @@
 find_package(PkgConfig QUIET)
 find_package(Threads REQUIRED)
 find_package(ZLIB REQUIRED)
+# SQLite3: Nsight Systems exports (`nsys export --type sqlite`); Debian libsqlite3-dev.
+find_package(SQLite3 REQUIRED)
 
 # simdjson: Debian ships a shared library and a CMake package.
 find_package(simdjson REQUIRED)

@@ -7,6 +7,7 @@ packages=(
   cmake make g++ pkg-config python3
   libspdlog-dev libfmt-dev libsimdjson-dev nlohmann-json3-dev libcli11-dev
   libdeflate-dev zlib1g-dev libsqlite3-dev libgtest-dev libbenchmark-dev
+  chromium  # tests/cli/html.sh renders the HTML report headless (~620 MB, ~30 s to install)
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -9,6 +9,8 @@
 #include "stepwatch/core/analysis.h"
 #include "stepwatch/detectors/registry.h"
 #include "stepwatch/import/kineto_importer.h"
+#include "stepwatch/import/nsys_importer.h"
+#include "stepwatch/report/html.h"
 #include "stepwatch/report/jsonl.h"
 #include "stepwatch/report/text.h"
 
@@ -22,7 +24,28 @@ bool is_trace_file(const fs::path& p) {
   auto ends_with = [&](std::string_view suffix) {
     return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
   };
-  return ends_with(".json") || ends_with(".json.gz");
+  return ends_with(".json") || ends_with(".json.gz") || ends_with(".sqlite") || ends_with(".nsys-rep") ||
+         ends_with(".qdrep");
+}
+
+// By content, not by name: an SQLite file is an nsys export, anything else Kineto JSON (gzipped
+// or not). An nsys report (.nsys-rep / .qdrep) is a binary format of its own.
+Trace import_trace_file(const std::string& path) {
+  std::string head(16, '\0');
+  {
+    std::ifstream in(path, std::ios::binary);
+    in.read(head.data(), static_cast<std::streamsize>(head.size()));
+    head.resize(static_cast<size_t>(std::max<std::streamsize>(0, in.gcount())));
+  }
+  if (has_sqlite_magic(head)) return import_nsys_sqlite(path);
+  const std::string name = fs::path(path).filename().string();
+  for (const std::string_view suffix : {std::string_view(".nsys-rep"), std::string_view(".qdrep")}) {
+    if (name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      throw ImportError(path, "an Nsight Systems report, not an SQLite export: export it with "
+                              "nsys export --type sqlite " + path);
+    }
+  }
+  return import_kineto_file(path);
 }
 
 // A directory stands for its trace files (one rank each), in name order.
@@ -40,7 +63,7 @@ std::vector<std::string> expand_inputs(const std::vector<std::string>& inputs) {
         }
       }
       std::sort(found.begin(), found.end());
-      if (found.empty()) throw ImportError(in, "directory contains no trace files (*.json, *.json.gz)");
+      if (found.empty()) throw ImportError(in, "directory contains no trace files (*.json, *.json.gz, *.sqlite)");
       files.insert(files.end(), found.begin(), found.end());
     } else {
       files.push_back(in);
@@ -61,9 +84,10 @@ std::string validate_pattern(const std::string& pattern, const char* what) {
 }  // namespace
 
 void add_analyze_options(CLI::App& cmd, AnalyzeOptions& o) {
-  cmd.add_option("inputs", o.inputs, "Trace files (.json, .json.gz) or directories of them (one rank per file)")
+  cmd.add_option("inputs", o.inputs, "Trace files (Kineto .json, .json.gz; nsys SQLite exports .sqlite) or directories of them (one rank per file)")
       ->required();
   cmd.add_option("--json", o.json_path, "Write JSONL records (meta, step, finding, summary) to PATH, or - for stdout");
+  cmd.add_option("--html", o.html_path, "Write a self-contained HTML report (all ranks, one file) to PATH");
   cmd.add_option("--step-pattern", o.step_pattern, "Regex for step range names")->default_str(kDefaultStepPattern);
   cmd.add_option("--data-pattern", o.data_pattern, "Regex for data-loading range names")
       ->default_str(kDefaultDataPattern);
@@ -110,6 +134,15 @@ int run_analyze(const AnalyzeOptions& o) {
     }
     json_out = &json_file;
   }
+  std::ofstream html_file;  // opened before the analysis: an unwritable path fails at once
+  if (!o.html_path.empty()) {
+    html_file.open(o.html_path);
+    if (!html_file) {
+      std::cerr << "stepwatch: error: cannot write " << o.html_path << '\n';
+      return 2;
+    }
+  }
+  std::vector<RankResult> html_ranks;
   // With JSONL on stdout the human report would corrupt it: it goes to stderr instead.
   std::ostream& text_out = o.json_path == "-" ? std::cerr : std::cout;
   const bool text = !o.quiet && o.json_path != "-";
@@ -118,17 +151,19 @@ int run_analyze(const AnalyzeOptions& o) {
     const std::vector<std::string> files = expand_inputs(o.inputs);
     if (json_out) *json_out << jsonl_meta() << '\n';
     for (size_t i = 0; i < files.size(); ++i) {
-      Trace trace = import_kineto_file(files[i]);
+      Trace trace = import_trace_file(files[i]);
       const int rank = trace.rank >= 0 ? trace.rank : static_cast<int>(i);
       auto detectors = make_detectors(config);
       const RankResult result = analyze_rank(trace, rank, config, detectors);
       if (json_out) write_jsonl(result, *json_out);
+      if (html_file.is_open()) html_ranks.push_back(result);
       if (text) {
         if (i > 0) text_out << '\n';
         write_text_report(result, text_out, TextReportOptions{o.max_rows});
       }
     }
     if (json_out) json_out->flush();
+    if (html_file.is_open()) write_html_report(html_ranks, html_file);
   } catch (const ImportError& e) {
     std::cerr << "stepwatch: error: " << e.what() << '\n';
     return 2;

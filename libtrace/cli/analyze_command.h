@@ -10,6 +10,7 @@ namespace stepwatch::cli {
 struct AnalyzeOptions {
   std::vector<std::string> inputs;
   std::string json_path;  // "" = none, "-" = stdout
+  std::string html_path;  // "" = none
   std::string step_pattern;
   std::string data_pattern;
   double min_pct = -1;
