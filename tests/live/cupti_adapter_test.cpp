@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "cupti/cupti_adapter.h"
+#include "live/cupti_adapter.h"
 #include "cupti/cupti_api.h"
 #include "fake_cupti/fake_cupti.h"
 #include "fake_cupti/recording_sink.h"

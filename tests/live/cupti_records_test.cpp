@@ -7,7 +7,7 @@
 #include <cstring>
 #include <string>
 
-#include "cupti/cupti_adapter.h"
+#include "live/cupti_adapter.h"
 #include "cupti/cupti_api.h"
 #include "cupti/cupti_records.h"
 #include "fake_cupti/cupti_record_builder.h"

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <string>
 
-#include "cupti/cupti_adapter.h"
+#include "live/cupti_adapter.h"
 
 #ifndef STEPWATCH_DEFAULT_CUPTI_DIR
 #define STEPWATCH_DEFAULT_CUPTI_DIR "/usr/local/cuda/lib64"

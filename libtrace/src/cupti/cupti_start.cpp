@@ -1,4 +1,4 @@
-#include "cupti/cupti_adapter.h"
+#include "live/cupti_adapter.h"
 #include "cupti/cupti_api.h"
 
 namespace stepwatch::live {

@@ -12,7 +12,7 @@
 
 #include <spdlog/logger.h>
 
-#include "cupti/cupti_adapter.h"
+#include "live/cupti_adapter.h"
 
 namespace stepwatch::live {
 namespace {

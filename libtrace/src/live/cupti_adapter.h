@@ -1,3 +1,6 @@
+// The CUPTI adapter's CUPTI-free interface (the implementation in libtrace/src/cupti/ is the
+// only code that sees CUPTI types; this header sits with its user, the live session).
+//
 // The CUPTI adapter: the only code that sees CUPTI types. It subscribes, enables activity kinds
 // and callbacks, manages the activity buffer pool, converts records into `Event`s for an
 // EventSink, and runs the periodic flush thread.
