@@ -294,33 +294,33 @@ void LiveSession::analysis_cycle(bool final_pass, bool exact_watermark) {
 
 // ---- C API -----------------------------------------------------------------------------------
 
+// The step events of the C API: a mark at each begin (steps delimited by marks when the caller
+// never ends them) and an explicit range at each end. Both are named "step" and carry the number.
+Event LiveSession::step_event(EventKind kind, int64_t start_ns, int64_t end_ns) const {
+  Event e;
+  e.kind = kind;
+  e.flags = kind == EventKind::kRange ? event_flags::kExplicitStep : uint8_t{0};
+  e.name = step_name_;
+  e.start_ns = start_ns;
+  e.end_ns = end_ns;
+  e.step = step_number_;
+  e.thread = current_tid();
+  return e;
+}
+
 int LiveSession::step_begin(int64_t step) noexcept {
   if (!enabled()) return STEPWATCH_ERROR_DISABLED;
   const int64_t t = now_ns();
   Event mark;
   {
     std::lock_guard<std::mutex> lock(step_mu_);
-    if (step_open_) {
-      // A begin without an end ends the previous step.
-      Event range;
-      range.kind = EventKind::kRange;
-      range.flags = event_flags::kExplicitStep;
-      range.name = step_name_;
-      range.start_ns = step_start_ns_;
-      range.end_ns = t;
-      range.step = step_number_;
-      range.thread = current_tid();
-      submit(range);
-    }
+    // A begin without an end ends the previous step.
+    if (step_open_) submit(step_event(EventKind::kRange, step_start_ns_, t));
     step_number_ = step >= 0 ? step : next_auto_step_;
     next_auto_step_ = step_number_ + 1;
     step_open_ = true;
     step_start_ns_ = t;
-    mark.kind = EventKind::kStepMark;
-    mark.name = step_name_;
-    mark.start_ns = mark.end_ns = t;
-    mark.step = step_number_;
-    mark.thread = current_tid();
+    mark = step_event(EventKind::kStepMark, t, t);
   }
   submit(mark);
   return STEPWATCH_OK;
@@ -334,13 +334,7 @@ int LiveSession::step_end() noexcept {
     std::lock_guard<std::mutex> lock(step_mu_);
     if (!step_open_) return STEPWATCH_ERROR_NO_STEP;
     step_open_ = false;
-    range.kind = EventKind::kRange;
-    range.flags = event_flags::kExplicitStep;
-    range.name = step_name_;
-    range.start_ns = step_start_ns_;
-    range.end_ns = t;
-    range.step = step_number_;
-    range.thread = current_tid();
+    range = step_event(EventKind::kRange, step_start_ns_, t);
   }
   submit(range);
   return STEPWATCH_OK;

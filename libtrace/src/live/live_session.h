@@ -70,6 +70,7 @@ class LiveSession final : public EventSink {
   void analysis_loop();
   void analysis_cycle(bool final_pass, bool exact_watermark);
   void wake() noexcept;
+  Event step_event(EventKind kind, int64_t start_ns, int64_t end_ns) const;  // under step_mu_
 
   LiveConfig config_;
   NameTable names_;
