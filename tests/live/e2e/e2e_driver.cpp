@@ -37,9 +37,14 @@ int64_t now_ns() {
   return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
+// Sleeps, then spins the last 2 ms: a C API mark made late moves its step window against the
+// pre-timed GPU records, so the replay must hit its moments to within microseconds even on a
+// loaded machine.
 void sleep_until_ns(int64_t t) {
-  const int64_t d = t - now_ns();
+  const int64_t d = t - now_ns() - 2'000'000;
   if (d > 0) std::this_thread::sleep_for(std::chrono::nanoseconds(d));
+  while (now_ns() < t) {
+  }
 }
 
 template <typename F>
