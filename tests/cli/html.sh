@@ -16,7 +16,7 @@ if [ -z "$chromium_bin" ]; then echo "chromium not installed: render check skipp
 # The page's CSP applies only to what follows its meta tag, so a script placed first still runs:
 # it records uncaught errors, console.error calls, failed loads and CSP violations into the DOM.
 catcher='<script>(function(){var bad=[];function note(m){bad.push(String(m));var d=document.getElementById("sw-errors");if(d)d.textContent=bad.join(" | ");}
-window.addEventListener("error",function(e){note("Uncaught "+(e.message||("load failed: "+((e.target&&(e.target.src||e.target.href))||"?"))));},true);
+window.addEventListener("error",function(e){note((e.message||("load failed: "+((e.target&&(e.target.src||e.target.href))||"?"))));},true);
 window.addEventListener("securitypolicyviolation",function(e){note("CSP violation: "+e.blockedURI);});
 var ce=console.error;console.error=function(){note("console.error "+Array.prototype.join.call(arguments," "));ce.apply(console,arguments);};
 document.addEventListener("DOMContentLoaded",function(){var d=document.createElement("div");d.id="sw-errors";d.textContent=bad.join(" | ");document.body.appendChild(d);});})();</script>'

@@ -45,7 +45,7 @@ StepView make_step(int64_t step, int64_t dur_ns) {
   v.top_kernels.push_back({"void gemm<float, 128>(T*, T const&)", 10, dur_ns / 3, 0, 0});
   BlockingCallStat sync;
   sync.name = "cudaStreamSynchronize";
-  sync.api_class = ApiClass::kSync;
+  sync.api_class = ApiClass::kStreamSync;
   sync.count = 2;
   sync.host_ns = dur_ns / 8;
   sync.gpu_idle_ns = dur_ns / 10;

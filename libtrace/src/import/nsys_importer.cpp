@@ -23,7 +23,7 @@ namespace {
 constexpr std::string_view kSqliteMagic{"SQLite format 3\0", 16};
 
 // ---------------------------------------------------------------------------------------------
-// SQLite access. Every failing call becomes ImportError(file, "<what>: <sqlite message>").
+// SQLite access. Every failing call becomes ImportError(file, "SQLite error <what>: <message>").
 
 struct DbCloser {
   void operator()(sqlite3* db) const { sqlite3_close_v2(db); }
@@ -91,14 +91,14 @@ class Database {
     sqlite3* raw = nullptr;
     const int rc = sqlite3_open_v2(immutable_uri(path).c_str(), &raw, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr);
     db_.reset(raw);
-    if (rc != SQLITE_OK) fail("cannot open as SQLite");
+    if (rc != SQLITE_OK) fail("opening the file");
     // sqlite_master is read on first use: a file that is no database fails here.
     Query tables = prepare("SELECT name FROM sqlite_master WHERE type IN ('table','view')", "reading the schema");
     while (tables.next()) tables_.emplace_back(tables.text(0));
   }
 
   [[noreturn]] void fail(const std::string& what) const {
-    throw ImportError(path_, what + ": " + (db_ ? sqlite3_errmsg(db_.get()) : "out of memory"));
+    throw ImportError(path_, "SQLite error " + what + ": " + (db_ ? sqlite3_errmsg(db_.get()) : "out of memory"));
   }
 
   Query prepare(const std::string& sql, std::string what) const {

@@ -43,6 +43,7 @@ std::string num(double v, int decimals = 1) {
 // Milliseconds with precision that suits the magnitude.
 std::string ms_text(double ms) {
   if (!std::isfinite(ms)) return "–";
+  if (ms == 0) return "0";
   const double a = std::fabs(ms);
   return num(ms, a >= 1000 ? 0 : a >= 10 ? 1 : a >= 0.1 ? 2 : 3);
 }
@@ -152,7 +153,7 @@ void y_axis(std::ostream& o, double height, double axis_max, double tick, const 
     const double y = kPlotT + plot_h * (1.0 - t / axis_max);
     o << "<line class=\"grid\" x1=\"" << num(kPlotL) << "\" x2=\"" << num(kChartW - kPlotR) << "\" y1=\"" << num(y)
       << "\" y2=\"" << num(y) << "\"/><text class=\"tick\" x=\"" << num(kPlotL - 6) << "\" y=\"" << num(y + 4)
-      << "\" text-anchor=\"end\">" << ms_text(t) << "</text>";
+      << "\" text-anchor=\"end\">" << num(t, tick >= 1 ? 0 : tick >= 0.1 ? 1 : 3) << "</text>";
   }
   o << "<text class=\"tick\" x=\"12\" y=\"" << num(kPlotT + plot_h / 2) << "\" transform=\"rotate(-90 12 "
     << num(kPlotT + plot_h / 2) << ")\" text-anchor=\"middle\">" << unit << "</text>";
@@ -245,7 +246,9 @@ void step_time_chart(std::ostream& o, const std::vector<Bucket>& buckets, double
   const double height = 220, plot_h = height - kPlotT - kPlotB, plot_w = kChartW - kPlotL - kPlotR;
   double max_ms = 0;
   for (const Bucket& b : buckets) max_ms = std::max(max_ms, b.max_ms);
-  const auto [axis_max, tick] = nice_axis(max_ms);
+  // Not a structured binding: clang < 16 cannot capture those in the lambdas below.
+  const std::pair<double, double> axis = nice_axis(max_ms);
+  const double axis_max = axis.first, tick = axis.second;
   auto x_of = [&](size_t i) { return kPlotL + plot_w * (double(i) + 0.5) / double(buckets.size()); };
   auto y_of = [&](double v) { return kPlotT + plot_h * (1.0 - finite(v) / axis_max); };
   o << "<svg class=\"chart\" viewBox=\"0 0 " << num(kChartW, 0) << " " << num(height, 0) << "\" role=\"img\">";
@@ -464,6 +467,7 @@ std::string_view segmentation_text(const Segmentation& seg, std::string& buf) {
     case StepSource::kRange: buf = "steps from ranges like \"" + seg.matched_name + "\""; break;
     case StepSource::kExplicit: buf = "steps from explicit step marks"; break;
     case StepSource::kWholeTrace: buf = "no step marks: the whole trace is one step"; break;
+    case StepSource::kInferred: buf = "no step marks: steps inferred from " + seg.matched_name; break;
   }
   return buf;
 }
