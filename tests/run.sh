@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, and runs every test: the full suite once, then the unit,
-# scenario and CLI tests again under ASan+UBSan. Usage: tests/run.sh [--no-sanitizers]
+# scenario, live and CLI tests again under ASan+UBSan, the libFuzzer targets for a short run,
+# and the concurrency tests under ThreadSanitizer. Usage: tests/run.sh [--no-sanitizers]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -32,5 +33,9 @@ if [ "$sanitizers" = 1 ]; then
   echo "== tests under ASan+UBSan =="
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir build-asan --output-on-failure -j"$jobs" -E 'corpus|cli_html|gpu_validate'
+  echo "== fuzz (libFuzzer, ${STEPWATCH_FUZZ_SECONDS:-60} s per target) =="
+  tests/fuzz/run_fuzzers.sh "${STEPWATCH_FUZZ_SECONDS:-60}"
+  echo "== ThreadSanitizer (queues, analysis thread, NVTX, CUPTI adapter, injected library) =="
+  tests/tsan/run_tsan.sh
 fi
 echo "stepwatch: all tests passed"

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# ThreadSanitizer over the concurrent parts: the per-thread event queues, the name table, the NVTX
+# hooks (many threads; and the real NVTX injection into a child process), the CUPTI adapter's
+# buffer/flush threads, the live session's analysis thread (the soak driver, short), and the real
+# libstepwatch.so loaded into the end-to-end driver. Builds build-tsan/ (-DSTEPWATCH_TSAN=ON).
+# Fails on any TSan report (halt_on_error) or test failure.   Usage: tests/tsan/run_tsan.sh
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root"
+bdir=${TSAN_BUILD_DIR:-$root/build-tsan}
+jobs=$(nproc 2>/dev/null || echo 2)
+
+echo "== tsan: build ($bdir) =="
+cmake -S . -B "$bdir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTEPWATCH_TSAN=ON -DSTEPWATCH_BUILD_BENCH=OFF >/dev/null
+targets=(stepwatch_unit_tests)
+known=$(cmake --build "$bdir" --target help 2>/dev/null || true)
+live=0
+if grep -qw stepwatch_live_tests <<<"$known"; then
+  targets+=(stepwatch_live_tests)
+  live=1
+fi
+soak=0
+if grep -qw stepwatch_soak <<<"$known"; then
+  targets+=(stepwatch_soak)
+  soak=1
+fi
+cmake --build "$bdir" -j"$jobs" --target "${targets[@]}"
+
+# halt_on_error: the first report fails the run. second_deadlock_stack for lock-order reports.
+export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 history_size=4 ${TSAN_OPTIONS:-}"
+echo "== tsan: unit (NameTable) =="
+"$bdir/bin/stepwatch_unit_tests" --gtest_brief=1 --gtest_filter='NameTable.*'
+if [ "$live" = 1 ]; then
+  filter='EventQueues.*'
+  filter+=':NvtxHooksTest.ManyThreadsPushPopAndStartEndConcurrently:NvtxHooksTest.ConcurrentRegistrationGivesOneHandlePerNameAndText'
+  filter+=':NvtxHooksTest.StartEndPairsAcrossThreads:NvtxInjection.*'
+  filter+=':CuptiAdapterTest.BuffersCompletedFromManyThreadsConcurrently:CuptiAdapterTest.TheFlushThreadFlushesDeliversAndAdvancesTheWatermark'
+  filter+=':CuptiAdapterTest.ShutdownFlushesForcedOnceAndClosesTheSink:CuptiBufferPoolTest.ConcurrentUseNeverExceedsTheCap'
+  filter+=':CuptiCallbacksTest.ManyThreadsCountExactly'
+  filter+=':LiveHealthy.*:LiveErrors.PoolExhaustedIsReportedAsDataLoss:LiveErrors.FatalErrorCallbackNeverCrashes'
+  filter+=':LiveErrors.UnderscoreExitLeavesValidFiles'
+  echo "== tsan: live ($filter) =="
+  "$bdir/bin/stepwatch_live_tests" --gtest_brief=1 --gtest_filter="$filter"
+else
+  echo "tsan: the live library is not built here (no CUDA toolkit): live tests skipped" >&2
+fi
+if [ "$soak" = 1 ]; then
+  # The live session end to end in-process: two producers, the analysis thread, flushes.
+  # (RSS figures are meaningless under TSan: no limits here.)
+  echo "== tsan: live session (stepwatch_soak, short) =="
+  "$bdir/bin/stepwatch_soak" --events 300000 --steps-per-chunk 8 --tolerance-mib 100000 --cap-mib 100000 | tail -3
+fi
+echo "tsan: no reports"
