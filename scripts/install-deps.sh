@@ -8,6 +8,7 @@ packages=(
   libspdlog-dev libfmt-dev libsimdjson-dev nlohmann-json3-dev libcli11-dev
   libdeflate-dev zlib1g-dev libsqlite3-dev libgtest-dev libbenchmark-dev
   chromium  # tests/cli/html.sh renders the HTML report headless (~620 MB, ~30 s to install)
+  clang libclang-rt-14-dev  # the libFuzzer targets (tests/fuzz/run_fuzzers.sh)
 )
 missing=()
 for p in "${packages[@]}"; do
