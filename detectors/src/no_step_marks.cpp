@@ -1,12 +1,38 @@
+// no_step_marks — the data has no step marks and no step ranges.
+// Steps are then inferred (core/step_inference.h): from the ends of PyTorch's optimizer ranges
+// (`Optimizer.step#<Class>.step`), else from the period of the GPU launch sequence. The finding
+// (info) says how, with the number of inferred steps and their median time, once, when the data
+// ends. When no period is found the data is one whole-trace pseudo-step; the finding says so at
+// that step. Either way the fix is to mark steps.
 #include "no_step_marks.h"
+
+#include <algorithm>
 
 #include "detector_util.h"
 
 namespace stepwatch {
+namespace {
+
+constexpr std::string_view kFix =
+    "Fix: mark steps — torch.profiler with a schedule (ProfilerStep#N), an NVTX range named 'step', or "
+    "stepwatch.step().";
+
+}  // namespace
 
 NoStepMarksDetector::NoStepMarksDetector(const AnalysisConfig& config) : step_pattern_(config.step_pattern) {}
 
 void NoStepMarksDetector::on_step(const StepView& step, FindingSink& sink) {
+  if (step.source == StepSource::kInferred) {
+    if (!inferred_) {
+      inferred_ = true;
+      rank_ = step.rank;
+      first_inferred_step_ = step.step;
+      inferred_from_ = step.inferred_from;
+      inferred_period_ = step.inferred_period;
+    }
+    inferred_ns_.push_back(step.duration_ns());
+    return;
+  }
   if (reported_ || step.source != StepSource::kWholeTrace) return;
   reported_ = true;
   Finding f;
@@ -14,13 +40,42 @@ void NoStepMarksDetector::on_step(const StepView& step, FindingSink& sink) {
   f.rank = step.rank;
   f.step = step.step;
   f.severity = Severity::kInfo;
-  f.message = "no step marks (no stepwatch_step_begin, no range matching the step pattern); the " +
+  f.message = "no step marks (no stepwatch_step_begin, no range matching the step pattern) and no repeating kernel "
+              "sequence to infer steps from; the " +
               format_ms(step.duration_ns()) +
-              " of data were analyzed as one pseudo-step, so per-step costs are diluted. Fix: mark steps — "
-              "torch.profiler with a schedule (ProfilerStep#N), an NVTX range named 'step', or stepwatch.step().";
+              " of data were analyzed as one pseudo-step, so per-step costs are diluted. " + std::string(kFix);
   f.with("analyzed_ms", detail::ms3_ns(step.duration_ns()))
       .with("step_pattern", step_pattern_)
       .with("gpu_busy_pct", detail::ms3(100.0 * step.duty_cycle()));
+  sink.emit(std::move(f));
+}
+
+void NoStepMarksDetector::on_finish(FindingSink& sink) {
+  if (!inferred_ || reported_) return;
+  reported_ = true;
+  std::vector<int64_t> sorted = inferred_ns_;
+  std::sort(sorted.begin(), sorted.end());
+  const int64_t median_ns = sorted[sorted.size() / 2];
+  const bool from_optimizer = inferred_from_ == "optimizer_ranges";
+  const std::string how =
+      from_optimizer ? "from the ends of the optimizer's ranges (Optimizer.step#...: one per training step)"
+                     : "from the period of the GPU kernel sequence (the same " + std::to_string(inferred_period_) +
+                           " GPU records repeat each step; cut at the step's input copy or the host's longest "
+                           "pause)";
+  Finding f;
+  f.detector = std::string(kId);
+  f.rank = rank_;
+  f.step = first_inferred_step_;
+  f.severity = Severity::kInfo;
+  f.established = true;
+  f.message = "no step marks (no stepwatch_step_begin, no range matching the step pattern): " +
+              std::to_string(sorted.size()) + " steps (median " + format_ms(median_ns) + ") were inferred " + how +
+              "; step numbers are ordinals and the windows are approximate. " + std::string(kFix);
+  f.with("inferred_from", std::string(inferred_from_))
+      .with("inferred_steps", static_cast<int64_t>(sorted.size()))
+      .with("median_step_ms", detail::ms3_ns(median_ns))
+      .with("step_pattern", step_pattern_);
+  if (!from_optimizer) f.with("period_records", static_cast<int64_t>(inferred_period_));
   sink.emit(std::move(f));
 }
 

@@ -16,6 +16,9 @@
 #include "pageable_memcpy.h"
 #include "slow_h2d.h"
 #include "allocator_churn.h"
+#include "throttle.h"
+#include "overlap_slowdown.h"
+#include "straggler.h"
 
 namespace stepwatch {
 namespace {
@@ -46,6 +49,9 @@ constexpr std::array kDetectors = {
     info<PageableMemcpyDetector>(),
     info<SlowH2dDetector>(),
     info<AllocatorChurnDetector>(),
+    info<ThrottleDetector>(),
+    info<OverlapSlowdownDetector>(),
+    info<StragglerDetector>(),
 };
 
 }  // namespace

@@ -63,6 +63,8 @@ RankResult analyze_rank(Trace& trace, int rank, const AnalysisConfig& config,
   int64_t busy_ns = 0, wall_ns = 0;
   for (const StepWindow& w : result.segmentation.steps) {
     StepView view = analyze_step(w, timeline, rank);
+    view.inferred_from = result.segmentation.inferred_from;
+    view.inferred_period = result.segmentation.inferred_period;
     busy_ns += view.busy_ns;
     wall_ns += view.duration_ns();
     for (auto& d : detectors) d->on_step(view, sink);

@@ -3,6 +3,7 @@
 #include <regex>
 #include <unordered_map>
 
+#include "core/step_inference.h"
 #include "stepwatch/core/interval.h"
 #include "stepwatch/core/step_window.h"
 
@@ -12,6 +13,7 @@ std::string_view to_string(StepSource s) {
   switch (s) {
     case StepSource::kExplicit: return "explicit";
     case StepSource::kRange: return "range";
+    case StepSource::kInferred: return "inferred";
     default: return "whole_trace";
   }
 }
@@ -133,8 +135,19 @@ Segmentation StepAssembler::segment(std::span<const Event> events, const NameTab
     return seg;
   }
 
-  // 3. No marks: one pseudo-step over the whole data.
+  // 3. No marks: steps inferred from the loop (optimizer ranges, else the period of the GPU
+  // record sequence; step_inference.h).
   const Interval ext = data_extent(events);
+  if (auto inferred = infer_steps(events, names, ext)) {
+    seg.steps = std::move(inferred->steps);
+    seg.source = StepSource::kInferred;
+    seg.matched_name = std::move(inferred->description);
+    seg.inferred_from = inferred->method;
+    seg.inferred_period = inferred->period_records;
+    return seg;
+  }
+
+  // 4. No period either: one pseudo-step over the whole data.
   seg.steps.push_back(StepWindow{ext.start, ext.end, 0, StepSource::kWholeTrace});
   seg.source = StepSource::kWholeTrace;
   return seg;

@@ -430,7 +430,8 @@ std::vector<uint32_t> Timeline::blocking_overlapping(int64_t s, int64_t e) const
 double hta_comm_comp_overlap_pct(const Timeline& tl, const Segmentation& seg) {
   // HTA drops the last step: only kernels launched before the last ProfilerStep begins count.
   int64_t cutoff = std::numeric_limits<int64_t>::max();
-  if (seg.source != StepSource::kWholeTrace && !seg.steps.empty()) cutoff = seg.steps.back().start_ns;
+  // Inferred steps are ours, not HTA's: HTA sees no steps there and keeps the whole trace.
+  if (seg.source != StepSource::kWholeTrace && seg.source != StepSource::kInferred && !seg.steps.empty()) cutoff = seg.steps.back().start_ns;
   std::vector<Interval> compute, comm;
   for (uint32_t idx : tl.gpu_by_start()) {
     const Event& k = tl.events()[idx];

@@ -35,6 +35,7 @@ void write_text_report(const RankResult& r, std::ostream& out, const TextReportO
     case StepSource::kRange: out << " from ranges like \"" << seg.matched_name << "\""; break;
     case StepSource::kExplicit: out << " from explicit step marks"; break;
     case StepSource::kWholeTrace: out << ", no step marks: whole trace as one step"; break;
+    case StepSource::kInferred: out << " inferred from " << seg.matched_name; break;
   }
   out << ")\n\n";
   out << "    step    dur ms busy%   compute  exp.comm copy-only |    input     sync   launch     host    other "

@@ -107,6 +107,8 @@ struct StepView {
   int64_t start_ns = 0;
   int64_t end_ns = 0;
   StepSource source = StepSource::kWholeTrace;
+  std::string_view inferred_from;  // kInferred: Segmentation::inferred_from (set by analyze_rank)
+  int32_t inferred_period = 0;     // kInferred from the kernel period: GPU records per step
 
   int64_t compute_ns = 0;       // |C|
   int64_t comm_ns = 0;          // |N|

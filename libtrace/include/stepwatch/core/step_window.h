@@ -1,14 +1,17 @@
 // Step segmentation: where each training step starts and ends.
 //
 // Sources in priority order (ARCHITECTURE.md "Step segmentation"): explicit C API steps,
-// host ranges whose name matches the step pattern, and — when neither exists — one
-// whole-trace pseudo-step (the `no_step_marks` finding says so).
+// host ranges whose name matches the step pattern, and — when neither exists — steps inferred
+// from the loop itself (step_inference.h: optimizer ranges, else the period of the GPU record
+// sequence), or, when no period is found, one whole-trace pseudo-step (the `no_step_marks`
+// finding says which).
 #pragma once
 
 #include <cstdint>
 #include <regex>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "stepwatch/core/config.h"
@@ -21,6 +24,7 @@ enum class StepSource : uint8_t {
   kExplicit,    // C API step_begin/step_end or step marks
   kRange,       // NVTX / profiler ranges matching the step pattern
   kWholeTrace,  // no marks: one pseudo-step covering the data
+  kInferred,    // no marks: steps inferred from optimizer ranges or the kernel sequence's period
 };
 std::string_view to_string(StepSource);
 
@@ -35,7 +39,11 @@ struct StepWindow {
 struct Segmentation {
   std::vector<StepWindow> steps;
   StepSource source = StepSource::kWholeTrace;
-  std::string matched_name;  // e.g. "ProfilerStep#N" pattern example, for messages
+  std::string matched_name;  // e.g. "ProfilerStep#N" pattern example, for messages; kInferred: how
+  // kInferred: how ("optimizer_ranges" or "kernel_period", static text) and, for the kernel
+  // period, the GPU records per step. analyze_rank copies both into each StepView.
+  std::string_view inferred_from;
+  int32_t inferred_period = 0;
 };
 
 // Parses the trailing number of a step name ("ProfilerStep#12" -> 12, "step_7" -> 7); -1 if none.

@@ -1,0 +1,125 @@
+// throttle — the GPU runs the same kernels slower: lower clocks (DVFS, power cap, thermal).
+// Catalog: "Thermal / power throttling: same kernels (same name, grid, block) get uniformly
+// slower over the run; no new gaps. Confirm with nvidia-smi -q -d PERFORMANCE / dmon."
+// The trace has kernel names, not grid and block: a kernel is its name, and "the same work" is
+// the same name launched about as often (within 25%) as in its baseline.
+//
+// Baseline: per kernel name, its per-step mean duration over the last 8 steps that were not
+// judged throttled (bounded: at most 64 names), the first step of the data excluded; the
+// reference is the median of those means with a launch count within 25% of this step's, needing
+// >= 3 of them. (The median, not the minimum: per-step means of jittery kernels spread by ~10%,
+// and the minimum of 8 sits well below a typical step.)
+// Rule: the heavy kernels (compute, >= 5% of the step's compute time) with a reference are
+// compared; >= 2 of them, and >= 2/3 of them run >= 1.15x their reference; and the step's GPU idle
+// did not grow (idle <= median idle of the baseline steps + max(1 ms, 5% of their median step
+// time)): slower kernels with new gaps are not a clock problem. NCCL kernels are never compared
+// (their time depends on the peers: straggler).
+// Cost: the extra kernel time of the slowed heavy kernels, Σ count x (mean − reference); then the
+// common rule. A throttled step does not enter the baseline, so a lasting slowdown keeps firing.
+// Not yet: NVML sampling (SM clock, temperature, power, throttle reasons) as confirming evidence.
+#include "throttle.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "detector_util.h"
+
+namespace stepwatch {
+namespace {
+
+bool is_nccl(std::string_view name) {
+  return name.find("nccl") != std::string_view::npos || name.find("NCCL") != std::string_view::npos;
+}
+
+}  // namespace
+
+ThrottleDetector::ThrottleDetector(const AnalysisConfig& config)
+    : thresholds_(config.thresholds_for(std::string(kId))) {}
+
+void ThrottleDetector::on_step(const StepView& step, FindingSink& sink) {
+  if (step.duration_ns() <= 0 || step.kernels == 0) return;
+  if (!first_step_seen_) {
+    first_step_seen_ = true;
+    return;
+  }
+
+  int compared = 0;
+  int slowed = 0;
+  int64_t extra_ns = 0;
+  std::vector<double> ratios;
+  const KernelStat* worst = nullptr;
+  double worst_ratio = 0.0;
+  for (const KernelStat& k : step.top_kernels) {
+    if (k.count <= 0 || is_nccl(k.name) || double(k.total_ns) < kHeavyShare * double(step.compute_ns)) continue;
+    auto it = baseline_.find(k.name);
+    if (it == baseline_.end()) continue;
+    std::vector<int64_t> means;
+    for (const Sample& s : it->second) {
+      if (std::fabs(double(s.count - k.count)) <= kMaxCountChange * double(s.count)) means.push_back(s.mean_ns);
+    }
+    if (means.size() < kMinBaselineSteps) continue;
+    std::nth_element(means.begin(), means.begin() + static_cast<std::ptrdiff_t>(means.size() / 2), means.end());
+    const int64_t reference = means[means.size() / 2];
+    if (reference <= 0) continue;
+    const int64_t mean = k.total_ns / k.count;
+    const double ratio = double(mean) / double(reference);
+    ++compared;
+    ratios.push_back(ratio);
+    if (ratio >= kMinSlowdown) {
+      ++slowed;
+      extra_ns += int64_t{k.count} * (mean - reference);
+      if (ratio > worst_ratio) {
+        worst_ratio = ratio;
+        worst = &k;
+      }
+    }
+  }
+  const double idle_ref = idle_.median();
+  const double idle_limit =
+      idle_ref + std::max(double(kMinIdleGrowthNs), kIdleGrowthShare * duration_.median());
+  const bool idle_grew = double(step.idle.total()) > idle_limit;
+  const bool throttled = compared >= kMinCompared && double(slowed) >= kMinSlowShare * double(compared) &&
+                         !idle_grew && duration_.size() >= kMinBaselineSteps;
+
+  if (!throttled) {
+    // Healthy (or slow for another reason): the step joins the baseline.
+    for (const KernelStat& k : step.top_kernels) {
+      if (k.count <= 0 || is_nccl(k.name)) continue;
+      auto it = baseline_.find(k.name);
+      if (it == baseline_.end()) {
+        if (baseline_.size() >= kMaxNames) continue;
+        it = baseline_.emplace(k.name, std::deque<Sample>{}).first;
+      }
+      it->second.push_back(Sample{k.count, k.total_ns / k.count});
+      if (it->second.size() > kBaselineSteps) it->second.pop_front();
+    }
+    idle_.push(step.idle.total());
+    duration_.push(step.duration_ns());
+    return;
+  }
+
+  Finding f;
+  if (!judge_cost(kId, step, extra_ns, thresholds_, f)) return;
+  std::sort(ratios.begin(), ratios.end());
+  const double median_slowdown_pct = 100.0 * (ratios[ratios.size() / 2] - 1.0);
+  f.message = std::to_string(slowed) + " of " + std::to_string(compared) +
+              " heavy kernels ran >= 15% longer than their own recent baseline at the same launch count (median " +
+              format_pct(median_slowdown_pct) + " slower) with no new GPU idle: " + format_ms(extra_ns) +
+              " of extra kernel time (" + format_pct(f.cost_pct) + " of " + format_ms(step.duration_ns()) +
+              "), the signature of clock throttling (DVFS, power cap, thermal). Fix: check clocks, power and "
+              "temperature (nvidia-smi dmon -s puct; nvidia-smi -q -d PERFORMANCE for the throttle reasons), the "
+              "power/thermal budget (cooling, power limit), spread the load.";
+  f.with("extra_kernel_ms", detail::ms3_ns(extra_ns))
+      .with("slowed_kernels", static_cast<int64_t>(slowed))
+      .with("compared_kernels", static_cast<int64_t>(compared))
+      .with("median_slowdown_pct", detail::ms3(median_slowdown_pct))
+      .with("idle_ms", detail::ms3_ns(step.idle.total()))
+      .with("baseline_idle_ms", detail::ms3(idle_ref / 1e6));
+  if (worst != nullptr) {
+    f.with("slowest_kernel", worst->name).with("slowest_kernel_ratio", detail::ms3(worst_ratio));
+  }
+  sink.emit(std::move(f));
+}
+
+}  // namespace stepwatch
