@@ -214,3 +214,23 @@ TEST(GapAttribution, ALaunchStillInFlightWhenTheGpuIdledIsLaunchTimeNotOther) {
 
 }  // namespace
 }  // namespace stepwatch
+
+namespace stepwatch {
+namespace {
+
+TEST(GapAttribution, OsWaitsOfTheLaunchingThreadAreInputEvidence) {
+  testing::TraceBuilder b;
+  b.kernel(0, 100);
+  b.range(110, 150, "osrt:poll", /*thread=*/1);     // the launching thread waits on a queue
+  b.range(150, 170, "osrt:read", /*thread=*/9);     // another thread's read is not evidence
+  b.launch(185, 195, 2, /*thread=*/1).kernel(200, 300, 2);
+  AnalysisConfig config;
+  const Timeline tl(b.trace.events, b.trace.names, config);
+  const StepView v = analyze_step(StepWindow{0, testing::us(300), 1, StepSource::kRange}, tl, 0);
+  EXPECT_EQ(v.idle[IdleCause::kInput], testing::us(40));
+  EXPECT_EQ(v.idle[IdleCause::kLaunch], testing::us(10));
+  EXPECT_EQ(v.idle[IdleCause::kHost], testing::us(50));
+}
+
+}  // namespace
+}  // namespace stepwatch

@@ -29,6 +29,7 @@ MemoryKind host_side_memory(const Event& copy) {
 Timeline::Timeline(std::span<const Event> events, const NameTable& names, const AnalysisConfig& config)
     : events_(events), names_(names), config_(config) {
   std::vector<Interval> compute, comm, copy, data, gc;
+  std::unordered_map<uint32_t, std::vector<Interval>> os_waits;
   api_by_correlation_.reserve(events.size() / 2);
   const std::regex data_pattern(config.data_pattern, std::regex::ECMAScript | std::regex::optimize);
   std::unordered_map<NameId, bool> data_match;
@@ -60,6 +61,7 @@ Timeline::Timeline(std::span<const Event> events, const NameTable& names, const 
         }
         if (it->second) data.push_back({e.start_ns, e.end_ns});
         if (names.view(e.name) == "gc") gc.push_back({e.start_ns, e.end_ns});
+        if (names.view(e.name).substr(0, 5) == "osrt:") os_waits[e.thread].push_back({e.start_ns, e.end_ns});
         break;
       }
       case EventKind::kAllocation:
@@ -83,6 +85,7 @@ Timeline::Timeline(std::span<const Event> events, const NameTable& names, const 
   busy_ = compute_.unite(comm_).unite(copy_);
   data_wait_ = IntervalSet::from_unsorted(std::move(data));
   gc_ = IntervalSet::from_unsorted(std::move(gc));
+  for (auto& [thread, list] : os_waits) os_waits_by_thread_.emplace(thread, IntervalSet::from_unsorted(std::move(list)));
 
   // Index lists built in event order are already sorted when the events are (the usual case).
   auto by_start = [&](uint32_t a, uint32_t b) { return events[a].start_ns < events[b].start_ns; };
@@ -152,6 +155,11 @@ bool Timeline::is_blocking_call(const Event& api) const {
   if (cls != ApiClass::kMemcpyAsync) return is_blocking(cls);
   const Event* copy = find_correlated(copy_by_correlation_, events_, api.correlation);
   return copy != nullptr && is_blocking(cls, host_side_memory(*copy));
+}
+
+const IntervalSet& Timeline::os_waits_of(uint32_t thread) const {
+  auto it = os_waits_by_thread_.find(thread);
+  return it == os_waits_by_thread_.end() ? kEmptySet : it->second;
 }
 
 const IntervalSet& Timeline::launches_of(uint32_t thread) const {
@@ -234,7 +242,10 @@ GapRecord attribute_gap(const GapContext& ctx, int64_t a, int64_t b, bool resume
   }
   // Rule 3: split by what the host was doing: data wait, then launching, the rest is host time.
   gap.rule = GapRule::kHostActivity;
-  const IntervalSet data = tl.data_wait().clip(lo, hi);
+  // Data-wait evidence: data ranges/phases on any thread, and the launching thread blocked in an
+  // OS wait (Nsight's OSRT trace: the main thread waiting on the DataLoader's queue).
+  IntervalSet data = tl.data_wait().clip(lo, hi);
+  if (launcher) data = data.unite(tl.os_waits_of(launcher->thread).clip(lo, hi));
   const IntervalSet launches = (launcher ? tl.launches_of(launcher->thread) : tl.launches_all()).clip(lo, hi);
   const int64_t input_ns = data.total_length();
   const int64_t launch_ns = launches.total_length() - launches.intersect(data).total_length();

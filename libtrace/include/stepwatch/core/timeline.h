@@ -32,6 +32,9 @@ class Timeline {
   const IntervalSet& blocking() const { return blocking_; }  // B
   const IntervalSet& data_wait() const { return data_wait_; }
   const IntervalSet& gc() const { return gc_; }  // host ranges named "gc" (GC pauses)
+  // OS-runtime waits (read/poll/select/futex…, "osrt:<call>" ranges from Nsight's OSRT trace) of
+  // one host thread: input-wait evidence when that thread launches the work ending a gap.
+  const IntervalSet& os_waits_of(uint32_t thread) const;
   const IntervalSet& launches_of(uint32_t thread) const;     // enqueue calls of one host thread
   const IntervalSet& launches_all() const { return launch_all_; }
 
@@ -67,6 +70,7 @@ class Timeline {
   const AnalysisConfig& config_;
   IntervalSet compute_, comm_, copy_, busy_, blocking_, data_wait_, gc_, launch_all_;
   std::unordered_map<uint32_t, IntervalSet> launch_by_thread_;
+  std::unordered_map<uint32_t, IntervalSet> os_waits_by_thread_;
   // (correlation, event index) sorted by correlation: a flat index is several times cheaper to
   // build than a hash map, and the live path builds one per judged batch of steps.
   using CorrelationIndex = std::vector<std::pair<uint64_t, uint32_t>>;
