@@ -70,7 +70,12 @@ void LivePipeline::note_step_source(const Event& e) {
   }
 }
 
-void LivePipeline::advance(int64_t watermark_ns) { judge_complete(watermark_ns - margin_ns_, false); }
+void LivePipeline::advance(int64_t watermark_ns) {
+  // No watermark yet (INT64_MIN until the first flush): nothing can be complete. Saturate rather
+  // than overflow.
+  if (watermark_ns < std::numeric_limits<int64_t>::min() + margin_ns_) return;
+  judge_complete(watermark_ns - margin_ns_, false);
+}
 
 void LivePipeline::finish() {
   judge_complete(std::numeric_limits<int64_t>::max(), true);

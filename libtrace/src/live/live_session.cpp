@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
@@ -257,7 +258,8 @@ void LiveSession::analysis_cycle(bool final_pass, bool exact_watermark) {
     // data up to now is complete and needs no margin. With CUPTI the margin stays: GPU work of a
     // step that just ended may still be running, and judging it now would see false idle.
     const bool exact = exact_watermark && !gpu_traced_.load();
-    pipeline_->advance(exact ? watermark + pipeline_->margin_ns() : watermark);
+    const bool can_add = watermark <= std::numeric_limits<int64_t>::max() - pipeline_->margin_ns();
+    pipeline_->advance(exact && can_add ? watermark + pipeline_->margin_ns() : watermark);
   }
   if (const auto& v = pipeline_->last_step()) {
     stepwatch_step_summary s{};
