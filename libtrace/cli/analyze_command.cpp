@@ -73,11 +73,8 @@ std::vector<std::string> expand_inputs(const std::vector<std::string>& inputs) {
 }
 
 std::string validate_pattern(const std::string& pattern, const char* what) {
-  try {
-    std::regex re(pattern, std::regex::ECMAScript);
-  } catch (const std::regex_error& e) {
-    throw CLI::ValidationError(std::string(what), "not a valid regular expression: " + pattern + " (" + e.what() + ")");
-  }
+  const std::string why = check_pattern(pattern);
+  if (!why.empty()) throw CLI::ValidationError(std::string(what), pattern + ": " + why);
   return pattern;
 }
 

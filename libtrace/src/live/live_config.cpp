@@ -80,12 +80,11 @@ class Reader {
   void pattern(const char* name, std::string& out) {
     const char* v = raw(name);
     if (!v) return;
-    try {
-      std::regex re(v, std::regex::ECMAScript);
+    const std::string why = check_pattern(v);
+    if (why.empty()) {
       out = v;
-    } catch (const std::regex_error& e) {
-      problems_.push_back(std::string(name) + "=" + v + ": not a valid regular expression (" + e.what() +
-                          "); using the default");
+    } else {
+      problems_.push_back(std::string(name) + "=" + v + ": " + why + "; using the default");
     }
   }
 

@@ -13,6 +13,12 @@ inline constexpr const char* kDefaultStepPattern =
     R"(^(ProfilerStep#\d+|(step|train_step|iteration)([ _#:]?\d+)?)$)";
 inline constexpr const char* kDefaultDataPattern = R"(DataLoader|dataloader|^data$)";
 
+// Checks a user-supplied name pattern (step or data pattern) before it is compiled: empty when
+// usable, else one line saying why not. Besides std::regex's own syntax errors it refuses what
+// the standard library's regex compiler mishandles on hostile input (back-references, repetition
+// counts or patterns too large): found by fuzzing the configuration reader.
+std::string check_pattern(const std::string& pattern);
+
 struct DetectorThresholds {
   double min_pct = 5.0;  // judged faulty when cost >= min_pct of the step ...
   double min_ms = 1.0;   // ... and cost >= min_ms
