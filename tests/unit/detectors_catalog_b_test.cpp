@@ -9,25 +9,15 @@
 
 #include "stepwatch/core/detector.h"
 #include "stepwatch/detectors/registry.h"
+#include "detector_test_support.h"
 
 namespace stepwatch {
 namespace {
 
 constexpr int64_t kMs = 1'000'000;
 
-class Collect : public FindingSink {
- public:
-  void emit(Finding f) override { findings.push_back(std::move(f)); }
-  std::vector<Finding> findings;
-};
-
-std::unique_ptr<Detector> make(std::string_view id) {
-  for (const DetectorInfo& d : registered_detectors()) {
-    if (d.id == id) return d.make(AnalysisConfig{});
-  }
-  ADD_FAILURE() << "not registered: " << id;
-  return nullptr;
-}
+using testing::Collect;
+using testing::make;
 
 // A sequence of steps laid end to end, numbered from 1, fed to one detector.
 class Sequence {

@@ -8,6 +8,7 @@
 #include "stepwatch/core/detector.h"
 #include "stepwatch/core/step_window.h"
 #include "stepwatch/detectors/registry.h"
+#include "detector_test_support.h"
 #include "trace_builder.h"
 
 namespace stepwatch {
@@ -15,19 +16,8 @@ namespace {
 
 constexpr int64_t kMs = 1'000'000;
 
-class Collect : public FindingSink {
- public:
-  void emit(Finding f) override { findings.push_back(std::move(f)); }
-  std::vector<Finding> findings;
-};
-
-std::unique_ptr<Detector> make(std::string_view id) {
-  for (const DetectorInfo& d : registered_detectors()) {
-    if (d.id == id) return d.make(AnalysisConfig{});
-  }
-  ADD_FAILURE() << "not registered: " << id;
-  return nullptr;
-}
+using testing::Collect;
+using testing::make;
 
 // A GPU-bound step of 40 ms: 4 kernel names x `count` instances of `mean_ms` x `scale`.
 StepView kernel_step(int64_t number, double scale, int count = 10, double mean_ms = 0.9) {

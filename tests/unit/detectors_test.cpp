@@ -4,22 +4,13 @@
 
 #include "stepwatch/core/detector.h"
 #include "stepwatch/detectors/registry.h"
+#include "detector_test_support.h"
 
 namespace stepwatch {
 namespace {
 
-class Collect : public FindingSink {
- public:
-  void emit(Finding f) override { findings.push_back(std::move(f)); }
-  std::vector<Finding> findings;
-};
-
-std::unique_ptr<Detector> make(std::string_view id, const AnalysisConfig& config = {}) {
-  for (const DetectorInfo& d : registered_detectors()) {
-    if (d.id == id) return d.make(config);
-  }
-  return nullptr;
-}
+using testing::Collect;
+using testing::make;
 
 StepView step_ms(double dur_ms) {
   StepView v;
