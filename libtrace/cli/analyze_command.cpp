@@ -11,7 +11,9 @@
 #include "stepwatch/import/kineto_importer.h"
 #include "stepwatch/import/nsys_importer.h"
 #include "stepwatch/report/html.h"
+#include "stepwatch/ranks/rank_merge.h"
 #include "stepwatch/report/jsonl.h"
+#include "stepwatch/report/rank_merge_report.h"
 #include "stepwatch/report/text.h"
 
 namespace stepwatch::cli {
@@ -147,16 +149,34 @@ int run_analyze(const AnalyzeOptions& o) {
   try {
     const std::vector<std::string> files = expand_inputs(o.inputs);
     if (json_out) *json_out << jsonl_meta() << '\n';
+    // Several ranks: each is analyzed as alone, then together (the straggler verdict needs all).
+    const bool merge = files.size() >= 2;
+    std::vector<RankResult> merge_results;
+    std::vector<RankCollectives> merge_collectives;
     for (size_t i = 0; i < files.size(); ++i) {
       Trace trace = import_trace_file(files[i]);
       const int rank = trace.rank >= 0 ? trace.rank : static_cast<int>(i);
       auto detectors = make_detectors(config);
-      const RankResult result = analyze_rank(trace, rank, config, detectors);
+      RankResult result = analyze_rank(trace, rank, config, detectors);
       if (json_out) write_jsonl(result, *json_out);
       if (html_file.is_open()) html_ranks.push_back(result);
       if (text) {
         if (i > 0) text_out << '\n';
         write_text_report(result, text_out, TextReportOptions{o.max_rows});
+      }
+      if (merge) {
+        merge_collectives.push_back(collect_collectives(trace, result));
+        merge_results.push_back(std::move(result));
+      }
+    }
+    if (merge) {
+      std::vector<const RankResult*> results;
+      for (const RankResult& r : merge_results) results.push_back(&r);
+      const MergedAnalysis merged = merge_ranks(merge_collectives, results, config);
+      if (json_out) write_merged_jsonl(merged, *json_out);
+      if (text) {
+        text_out << '\n';
+        write_merged_text(merged, text_out, o.max_rows);
       }
     }
     if (json_out) json_out->flush();

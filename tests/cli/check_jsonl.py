@@ -74,7 +74,17 @@ def main():
             fail(f"unknown record type {t!r}")
     if not summaries:
         fail("no summary record")
-    if recs[-1].get("type") != "summary":
+    # Several ranks: the merged (cross-rank) findings follow the last rank's summary.
+    tail = len(recs)
+    while tail > 1 and recs[tail - 1].get("type") == "finding":
+        tail -= 1
+    for r in recs[tail:]:
+        ev = r["evidence"]
+        if r["detector"] != "straggler" or not isinstance(ev.get("straggler_ranks"), list) or \
+                not all(isinstance(x, int) for x in ev["straggler_ranks"]) or r["rank"] not in ev["straggler_ranks"] \
+                or not isinstance(ev.get("delay_ms"), (int, float)) or not isinstance(ev.get("cause"), str):
+            fail(f"finding after the last summary is not a merged straggler finding: {r}")
+    if recs[tail - 1].get("type") != "summary":
         fail("last record is not a summary")
     if "--expect-steps" in sys.argv:
         want = int(sys.argv[sys.argv.index("--expect-steps") + 1])

@@ -2,6 +2,7 @@
 // the demo script, CLI tests, and anyone who wants to see a fault's signature without a GPU.
 //
 //   stepwatch-synth --scenario item_sync --steps 8 -o item_sync.json.gz [--truth truth.jsonl]
+//   stepwatch-synth --ranks 4 --straggler compute --straggler-rank 2 --clock-offsets-ms 0,50,-50,37 -o run_dir
 //   stepwatch-synth --list
 #include <CLI/CLI.hpp>
 
@@ -11,7 +12,12 @@
 #include <iostream>
 #include <string>
 
+#include <filesystem>
+#include <sstream>
+#include <vector>
+
 #include "stepwatch/export/kineto_writer.h"
+#include "synthetic/multi_rank.h"
 #include "synthetic/workload.h"
 
 namespace {
@@ -40,6 +46,25 @@ void write_truth(const stepwatch::synthetic::SyntheticRun& run, std::ostream& ou
   }
 }
 
+// Several ranks of one job (multi_rank.h): DIR/rank<R>.json per rank.
+int write_ranks(const stepwatch::synthetic::MultiRankOptions& options, const std::string& dir) {
+  const auto runs = stepwatch::synthetic::generate_ranks(options);
+  std::filesystem::create_directories(dir);
+  for (const auto& run : runs) {
+    stepwatch::write_kineto_file(run.trace, (std::filesystem::path(dir) / ("rank" + std::to_string(run.config.rank) + ".json")).string());
+  }
+  return 0;
+}
+
+std::vector<int64_t> parse_offsets_ms(const std::string& list) {
+  std::vector<int64_t> out;
+  std::stringstream in(list);
+  for (std::string item; std::getline(in, item, ',');) {
+    out.push_back(static_cast<int64_t>(std::stod(item) * 1e6));
+  }
+  return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -61,6 +86,16 @@ int main(int argc, char** argv) {
   app.add_option("-o,--output", output, "output trace (.json or .json.gz)");
   app.add_option("--truth", truth_path, "also write the ground truth, one JSON object per step ('-' = stdout)");
   app.add_flag("--list", list, "list the scenarios and exit");
+  int ranks = 1;
+  std::string straggler = "none";
+  int straggler_rank = -1;
+  std::string offsets_ms;
+  app.add_option("--ranks", ranks, "several ranks of one data-parallel job coupled by their all-reduces: -o is a "
+                 "directory that receives rank<R>.json (scenario default ddp_overlap)")->check(CLI::Range(1, 1024));
+  app.add_option("--straggler", straggler, "with --ranks: none, compute (kernels 1 + 0.5 x magnitude slower) or "
+                 "input (DataLoader waits 40 ms x magnitude)")->check(CLI::IsMember({"none", "compute", "input"}));
+  app.add_option("--straggler-rank", straggler_rank, "with --ranks: the slow rank");
+  app.add_option("--clock-offsets-ms", offsets_ms, "with --ranks: per-rank clock offsets in ms, comma-separated");
   CLI11_PARSE(app, argc, argv);
 
   if (list) {
@@ -74,6 +109,20 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
+    if (ranks > 1) {
+      stepwatch::synthetic::MultiRankOptions mr;
+      mr.ranks = ranks;
+      if (!app.get_option("--scenario")->empty()) mr.scenario = scenario;
+      mr.steps = options.steps;
+      mr.seed = options.seed;
+      mr.magnitude = options.magnitude;
+      mr.straggler = straggler == "compute" ? stepwatch::synthetic::StragglerKind::kCompute
+                     : straggler == "input" ? stepwatch::synthetic::StragglerKind::kInput
+                                            : stepwatch::synthetic::StragglerKind::kNone;
+      mr.straggler_rank = straggler_rank;
+      mr.clock_offsets_ns = parse_offsets_ms(offsets_ms);
+      return write_ranks(mr, output);
+    }
     if (no_marks && scenario != "no_marks" && !scenario.ends_with("+no_marks")) scenario += "+no_marks";
     const auto run = stepwatch::synthetic::make_scenario(scenario, options);
     stepwatch::write_kineto_file(run.trace, output);

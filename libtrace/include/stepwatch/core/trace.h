@@ -15,6 +15,11 @@ struct Trace {
   std::string format;     // "kineto", "nsys", "stepwatch"
   int rank = -1;          // -1: unknown (assigned from file order)
   std::string device_name;
+  // Kineto's `baseTimeNanoseconds` (0 when absent). Kept beside the events, never added to them:
+  // the corpus's traces carry a wall-clock base rounded to the second next to `ts` on a host
+  // monotonic clock, so base + ts is not a common clock. The multi-rank merge uses the bases'
+  // difference only as a prior for the offset that collectives measure (stepwatch/ranks/).
+  int64_t clock_base_ns = 0;
   NameTable names;
   std::vector<Event> events;
 
