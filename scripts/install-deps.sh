@@ -21,3 +21,18 @@ if ((${#missing[@]})); then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
+
+# Python packages the tests use that Debian's python3-* packages would not give the python3 on
+# PATH (a pyenv or venv interpreter does not see /usr/lib/python3/dist-packages).
+#   prometheus-client: tests/python/test_metrics.py parses the metrics endpoint with Prometheus's own parser
+pip_packages=(prometheus-client)
+pip_modules=(prometheus_client)
+pip_missing=()
+for i in "${!pip_modules[@]}"; do
+  python3 -c "import ${pip_modules[$i]}" >/dev/null 2>&1 || pip_missing+=("${pip_packages[$i]}")
+done
+if ((${#pip_missing[@]})); then
+  echo "stepwatch: installing missing Python packages: ${pip_missing[*]}" >&2
+  python3 -m pip install --quiet "${pip_missing[@]}" >&2 ||
+    echo "stepwatch: could not install ${pip_missing[*]} (offline?): the tests that need them skip" >&2
+fi

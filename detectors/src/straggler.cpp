@@ -1,10 +1,11 @@
 // straggler — one rank's view of a late peer: this rank waits inside the collective.
 // Catalog: "Straggler rank: NCCL kernels on the fast ranks are much longer than the bytes
 // need; they wait inside the collective for the slow rank."
-// Bytes would give the expected time, but Kineto's NCCL kernels carry none (live NVTX NCCL ranges
-// do, not yet used here), so the rule is the robust single-rank signature: per collective type,
+// Bytes would give the expected time, but Kineto's NCCL kernels carry none (live, NCCL's NVTX ranges
+// give them: live/nccl_join.h), so the rule is the robust single-rank signature: per collective type,
 // the step's NCCL busy time (|N_type ∩ W|) against the best (minimum) of the last 8 steps without
-// a straggler with the same number of collective kernels (>= 2 of them). Fired when the time is
+// a straggler with the same number of collective kernels and, where both sizes are known, the same
+// message bytes (within 10%: a bigger message is not a late peer) (>= 2 of them). Fired when the time is
 // >= 2x that best while the rest of the step is unchanged (compute time within 15% and kernel
 // count within 10% of the median of those steps: a bigger step, not a late peer, otherwise).
 // Cost: the extra collective time the step could not hide, min(busy − best, exposed − the best
@@ -20,6 +21,7 @@
 #include <limits>
 #include <vector>
 
+#include "copy_evidence.h"
 #include "detector_util.h"
 
 namespace stepwatch {
@@ -39,6 +41,7 @@ void StragglerDetector::on_step(const StepView& step, FindingSink& sink) {
   std::string what;
   double worst_ratio = 0.0;
   int64_t worst_busy = 0, worst_best = 0;
+  uint64_t worst_bytes = 0;
   if (unchanged) {
     for (const CollectiveStat& c : step.collectives) {
       const auto t = static_cast<size_t>(c.type);
@@ -48,6 +51,8 @@ void StragglerDetector::on_step(const StepView& step, FindingSink& sink) {
       size_t same = 0;
       for (const Sample& s : history_[t]) {
         if (s.kernels != c.kernels) continue;
+        const bool sizes_known = s.bytes > 0 && c.bytes > 0;
+        if (sizes_known && std::fabs(double(s.bytes) - double(c.bytes)) > 0.10 * double(s.bytes)) continue;
         ++same;
         if (s.busy_ns < best) {
           best = s.busy_ns;
@@ -58,13 +63,15 @@ void StragglerDetector::on_step(const StepView& step, FindingSink& sink) {
       const int64_t extra = std::max<int64_t>(0, std::min(c.busy_ns - best, c.exposed_ns - best_exposed));
       cost_ns += extra;
       types.emplace_back(to_string(c.type));
-      what += (what.empty() ? "" : ", ") + std::string(to_string(c.type)) + " " + format_ms(c.busy_ns) +
+      what += (what.empty() ? "" : ", ") + std::string(to_string(c.type)) +
+              (c.bytes > 0 ? " of " + detail::format_bytes(c.bytes) : std::string()) + " " + format_ms(c.busy_ns) +
               " (best " + format_ms(best) + ")";
       const double ratio = double(c.busy_ns) / double(best);
       if (ratio > worst_ratio) {
         worst_ratio = ratio;
         worst_busy = c.busy_ns;
         worst_best = best;
+        worst_bytes = c.bytes;
       }
     }
   }
@@ -73,7 +80,7 @@ void StragglerDetector::on_step(const StepView& step, FindingSink& sink) {
     for (const CollectiveStat& c : step.collectives) {
       const auto t = static_cast<size_t>(c.type);
       if (t >= kTypes || c.kernels <= 0) continue;
-      history_[t].push_back(Sample{c.kernels, c.busy_ns, c.exposed_ns});
+      history_[t].push_back(Sample{c.kernels, c.busy_ns, c.exposed_ns, c.bytes});
       if (history_[t].size() > kHistorySteps) history_[t].pop_front();
     }
     compute_.push(step.compute_ns);
@@ -98,6 +105,7 @@ void StragglerDetector::on_step(const StepView& step, FindingSink& sink) {
       .with("best_ms", detail::ms3_ns(worst_best))
       .with("ratio", detail::ms3(worst_ratio))
       .with("compute_ms", detail::ms3_ns(step.compute_ns));
+  if (worst_bytes > 0) f.with("bytes", static_cast<int64_t>(worst_bytes));  // the slowest collective's messages
   sink.emit(std::move(f));
 }
 

@@ -29,6 +29,7 @@ class StragglerDetector final : public Detector {
     int kernels = 0;
     int64_t busy_ns = 0;
     int64_t exposed_ns = 0;
+    uint64_t bytes = 0;  // 0: unknown
   };
   static constexpr size_t kTypes = 9;  // CollectiveType values
   DetectorThresholds thresholds_;

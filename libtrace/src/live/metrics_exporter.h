@@ -1,0 +1,62 @@
+// Fleet metrics, opt-in: the latest MetricsSnapshot, served at http://<addr>:<port + LOCAL_RANK>/metrics
+// (STEPWATCH_METRICS_PORT/ADDR) and/or written for node_exporter's textfile collector
+// (STEPWATCH_METRICS_TEXTFILE), both in the Prometheus text format (live/prometheus_text.h).
+//
+// Locking: the analysis thread publishes a copy of the snapshot under `mu_`; the server thread
+// copies it out under the same lock and renders outside it. Neither holds the lock across I/O,
+// so a slow scraper never blocks the analysis thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "live/live_config.h"
+#include "live/log_reporter.h"
+#include "live/metrics_http.h"
+#include "live/run_metrics.h"
+
+namespace stepwatch::live {
+
+// STEPWATCH_METRICS_TEXTFILE with the rank before ".prom" (ranks sharing a node, and so a
+// textfile directory, must not overwrite each other): /d/stepwatch.prom -> /d/stepwatch.rank3.prom.
+std::string metrics_textfile_path(const std::string& configured, int rank);
+
+// Writes `text` to `path` atomically (a temporary file in the same folder, then rename), so the
+// collector never reads half a file. False with `error` set on failure.
+bool write_file_atomically(const std::string& path, const std::string& text, std::string& error);
+
+class MetricsExporter {
+ public:
+  // Starts the endpoint when configured; a failed bind gives one log line and no endpoint.
+  MetricsExporter(const LiveConfig& config, LogReporter& log);
+  ~MetricsExporter();
+
+  bool enabled() const { return serving_ || !textfile_.empty(); }
+  int port() const { return server_.port(); }  // the bound port (0 when not serving)
+
+  // Analysis thread: the snapshot to serve from now on; rewrites the textfile when its interval
+  // has passed (always when `final_pass`).
+  void publish(const MetricsSnapshot& snapshot, int64_t now_ns, bool final_pass);
+  // Stops the endpoint (bounded). Idempotent.
+  void stop() noexcept;
+  // pthread_atfork child: release the inherited listening socket (see MetricsHttpServer).
+  void close_in_child() noexcept { server_.close_in_child(); }
+
+ private:
+  std::string render() const;
+
+  LogReporter& log_;
+  MetricsHttpServer server_;
+  bool serving_ = false;
+  std::string textfile_;
+  int64_t textfile_interval_ns_;
+  int64_t textfile_written_ns_ = INT64_MIN;
+  bool textfile_failed_ = false;
+
+  mutable std::mutex mu_;  // guards snapshot_ only
+  MetricsSnapshot snapshot_;
+};
+
+}  // namespace stepwatch::live
