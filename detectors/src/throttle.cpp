@@ -16,7 +16,14 @@
 // (their time depends on the peers: straggler).
 // Cost: the extra kernel time of the slowed heavy kernels, Σ count x (mean − reference); then the
 // common rule. A throttled step does not enter the baseline, so a lasting slowdown keeps firing.
-// Not yet: NVML sampling (SM clock, temperature, power, throttle reasons) as confirming evidence.
+// NVML evidence (live, when libnvidia-ml can be loaded; StepView::gpu_clocks): with SM clock samples
+// in the step, the verdict needs the clock to confirm it — the step's median SM clock below 92% of
+// the reference (the median clock of the baseline steps, or the device's maximum before there are
+// 3 of them), or a power/thermal clock event reason (sw/hw power cap, thermal or hw slowdown)
+// sampled in the step. Kernels slower at an unchanged clock are something else (another process on
+// the GPU, memory contention): silent. The finding then cites the clock (min/median over the step),
+// the reference, the maximum clock, temperature, power and the reasons. Without samples (offline
+// data, NVML absent) the kernel rule alone decides, as the catalog's signature.
 #include "throttle.h"
 
 #include <algorithm>
@@ -24,6 +31,7 @@
 #include <vector>
 
 #include "detector_util.h"
+#include "stepwatch/core/gpu_samples.h"
 
 namespace stepwatch {
 namespace {
@@ -79,8 +87,16 @@ void ThrottleDetector::on_step(const StepView& step, FindingSink& sink) {
   const double idle_limit =
       idle_ref + std::max(double(kMinIdleGrowthNs), kIdleGrowthShare * duration_.median());
   const bool idle_grew = double(step.idle.total()) > idle_limit;
-  const bool throttled = compared >= kMinCompared && double(slowed) >= kMinSlowShare * double(compared) &&
-                         !idle_grew && duration_.size() >= kMinBaselineSteps;
+  bool throttled = compared >= kMinCompared && double(slowed) >= kMinSlowShare * double(compared) &&
+                   !idle_grew && duration_.size() >= kMinBaselineSteps;
+  const GpuClockStat& clocks = step.gpu_clocks;
+  const double clock_ref =
+      clock_mhz_.size() >= kMinBaselineSteps ? clock_mhz_.median() : double(clocks.max_sm_clock_mhz);
+  const uint64_t throttle_reasons = clocks.clock_event_reasons & clock_reason::kThrottling;
+  const bool clock_dropped = clock_ref > 0 && double(clocks.sm_clock_median_mhz) < kClockDropShare * clock_ref;
+  if (throttled && clocks.samples > 0 && clock_ref > 0 && !clock_dropped && throttle_reasons == 0) {
+    throttled = false;  // the clock held: the kernels are slower for another reason
+  }
 
   if (!throttled) {
     // Healthy (or slow for another reason): the step joins the baseline.
@@ -96,6 +112,7 @@ void ThrottleDetector::on_step(const StepView& step, FindingSink& sink) {
     }
     idle_.push(step.idle.total());
     duration_.push(step.duration_ns());
+    if (clocks.samples > 0) clock_mhz_.push(clocks.sm_clock_median_mhz);
     return;
   }
 
@@ -118,6 +135,27 @@ void ThrottleDetector::on_step(const StepView& step, FindingSink& sink) {
       .with("baseline_idle_ms", detail::ms3(idle_ref / 1e6));
   if (worst != nullptr) {
     f.with("slowest_kernel", worst->name).with("slowest_kernel_ratio", detail::ms3(worst_ratio));
+  }
+  if (clocks.samples > 0) {
+    // NVML confirmed it: cite the clock, and the power/thermal state that explains it.
+    std::string nvml = " NVML: SM clock " + std::to_string(clocks.sm_clock_median_mhz) + " MHz (min " +
+                       std::to_string(clocks.sm_clock_min_mhz) + ", reference " +
+                       std::to_string(static_cast<int64_t>(clock_ref)) + " MHz";
+    if (clocks.max_sm_clock_mhz > 0) nvml += ", max " + std::to_string(clocks.max_sm_clock_mhz) + " MHz";
+    nvml += ")";
+    if (clocks.temperature_max_c > 0) nvml += ", " + std::to_string(clocks.temperature_max_c) + " C";
+    if (clocks.power_median_mw > 0) nvml += ", " + std::to_string(clocks.power_median_mw / 1000) + " W";
+    if (throttle_reasons != 0) nvml += ", clock event reasons: " + clock_reasons_text(throttle_reasons);
+    const size_t fix_at = f.message.find(" Fix: ");
+    f.message.insert(fix_at == std::string::npos ? f.message.size() : fix_at, nvml + ".");
+    f.with("sm_clock_mhz", clocks.sm_clock_median_mhz)
+        .with("sm_clock_min_mhz", clocks.sm_clock_min_mhz)
+        .with("reference_sm_clock_mhz", static_cast<int64_t>(clock_ref))
+        .with("max_clock_mhz", clocks.max_sm_clock_mhz)
+        .with("clock_samples", static_cast<int64_t>(clocks.samples));
+    if (clocks.temperature_max_c > 0) f.with("temperature_c", clocks.temperature_max_c);
+    if (clocks.power_median_mw > 0) f.with("power_w", detail::ms3(double(clocks.power_median_mw) / 1000.0));
+    f.with("throttle_reasons", clock_reasons_text(clocks.clock_event_reasons));
   }
   sink.emit(std::move(f));
 }

@@ -25,6 +25,10 @@ class ThrottleDetector final : public Detector {
   static constexpr size_t kMaxNames = 64;
   static constexpr int64_t kMinIdleGrowthNs = 1'000'000;  // idle "grew": by > max(1 ms, 5% of the step)
   static constexpr double kIdleGrowthShare = 0.05;
+  // NVML evidence (live): the clock "dropped" below 92% of its reference (the median SM clock of the
+  // baseline steps, else the device's maximum). A 15% kernel slowdown from clocks alone needs a
+  // >= 13% lower clock; memory-bound kernels slow less than the clock.
+  static constexpr double kClockDropShare = 0.92;
 
   explicit ThrottleDetector(const AnalysisConfig& config);
   std::string_view id() const override { return kId; }
@@ -40,6 +44,7 @@ class ThrottleDetector final : public Detector {
   std::unordered_map<std::string, std::deque<Sample>> baseline_;  // <= kMaxNames x kBaselineSteps
   detail::StepHistory idle_{kBaselineSteps};
   detail::StepHistory duration_{kBaselineSteps};
+  detail::StepHistory clock_mhz_{kBaselineSteps};  // median SM clock of the baseline steps that had samples
 };
 
 }  // namespace stepwatch

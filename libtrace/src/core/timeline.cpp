@@ -30,6 +30,7 @@ Timeline::Timeline(std::span<const Event> events, const NameTable& names, const 
     : events_(events), names_(names), config_(config) {
   std::vector<Interval> compute, comm, copy, data, gc;
   std::unordered_map<uint32_t, std::vector<Interval>> os_waits;
+  std::unordered_map<uint32_t, std::vector<Interval>> all_to_all_ranges;
   api_by_correlation_.reserve(events.size() / 2);
   const std::regex data_pattern(config.data_pattern, std::regex::ECMAScript | std::regex::optimize);
   std::unordered_map<NameId, bool> data_match;
@@ -54,6 +55,12 @@ Timeline::Timeline(std::span<const Event> events, const NameTable& names, const 
         break;
       case EventKind::kRange: {
         if (e.has_flag(event_flags::kOnDevice)) break;
+        if (names.view(e.name).substr(0, kGpuSamplePrefix.size()) == kGpuSamplePrefix) {
+          // An NVML sample, not host activity; 0 is "no reading" (gpu_samples.h).
+          const auto metric = gpu_metric_of(names.view(e.name));
+          if (metric && e.bytes != 0) gpu_samples_.push_back({e.start_ns, e.bytes, e.device, *metric});
+          break;
+        }
         auto [it, inserted] = data_match.try_emplace(e.name, false);
         if (inserted) {
           const std::string_view n = names.view(e.name);
@@ -62,6 +69,11 @@ Timeline::Timeline(std::span<const Event> events, const NameTable& names, const 
         if (it->second) data.push_back({e.start_ns, e.end_ns});
         if (names.view(e.name) == "gc") gc.push_back({e.start_ns, e.end_ns});
         if (names.view(e.name).substr(0, 5) == "osrt:") os_waits[e.thread].push_back({e.start_ns, e.end_ns});
+        if (e.collective == CollectiveType::kAllToAll ||
+            (e.collective == CollectiveType::kNone && names.view(e.name).substr(0, 4) == "nccl" &&
+             classify_collective(names.view(e.name)) == CollectiveType::kAllToAll)) {
+          all_to_all_ranges[e.thread].push_back({e.start_ns, e.end_ns});
+        }
         break;
       }
       case EventKind::kAllocation:
@@ -86,6 +98,9 @@ Timeline::Timeline(std::span<const Event> events, const NameTable& names, const 
   data_wait_ = IntervalSet::from_unsorted(std::move(data));
   gc_ = IntervalSet::from_unsorted(std::move(gc));
   for (auto& [thread, list] : os_waits) os_waits_by_thread_.emplace(thread, IntervalSet::from_unsorted(std::move(list)));
+  for (auto& [thread, list] : all_to_all_ranges) {
+    all_to_all_ranges_.emplace(thread, IntervalSet::from_unsorted(std::move(list)));
+  }
 
   // Index lists built in event order are already sorted when the events are (the usual case).
   auto by_start = [&](uint32_t a, uint32_t b) { return events[a].start_ns < events[b].start_ns; };
@@ -95,6 +110,8 @@ Timeline::Timeline(std::span<const Event> events, const NameTable& names, const 
   sort_index(gpu_by_start_);
   sort_index(api_by_start_);
   sort_index(alloc_by_start_);
+  std::stable_sort(gpu_samples_.begin(), gpu_samples_.end(),
+                   [](const GpuSample& x, const GpuSample& y) { return x.t_ns < y.t_ns; });
 
   // Blocking calls (rule 2 and B) and enqueue calls (rule 3's launch evidence).
   api_blocks_.assign(events.size(), 0);
@@ -160,6 +177,15 @@ bool Timeline::is_blocking_call(const Event& api) const {
 const IntervalSet& Timeline::os_waits_of(uint32_t thread) const {
   auto it = os_waits_by_thread_.find(thread);
   return it == os_waits_by_thread_.end() ? kEmptySet : it->second;
+}
+
+bool Timeline::is_all_to_all(const Event& kernel) const {
+  if (kernel.collective == CollectiveType::kAllToAll) return true;
+  if (kernel.collective != CollectiveType::kSendRecv || all_to_all_ranges_.empty()) return false;
+  const Event* launcher = launcher_of(kernel);
+  if (launcher == nullptr) return false;
+  auto it = all_to_all_ranges_.find(launcher->thread);
+  return it != all_to_all_ranges_.end() && it->second.measure_within(launcher->start_ns, launcher->start_ns + 1) > 0;
 }
 
 const IntervalSet& Timeline::launches_of(uint32_t thread) const {
@@ -255,6 +281,83 @@ GapRecord attribute_gap(const GapContext& ctx, int64_t a, int64_t b, bool resume
   return gap;
 }
 
+// The all-to-all layers of a window (StepView::all_to_all). `kernels`: the all-to-all kernels starting in it (clipped to
+// its end); `compute`: C clipped to it. Times are summed per kernel (the per-layer view), so
+// concurrent all-to-alls count each; CollectiveStat keeps the union.
+AllToAllStat all_to_all_layers(std::vector<Interval> kernels, const IntervalSet& compute) {
+  AllToAllStat a;
+  std::sort(kernels.begin(), kernels.end(), [](const Interval& x, const Interval& y) { return x.start < y.start; });
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    const Interval& k = kernels[i];
+    const int64_t length = k.end - k.start;
+    const int64_t exposed = length - compute.measure_within(k.start, k.end);
+    ++a.kernels;
+    a.a2a_ns += length;
+    a.exposed_ns += exposed;
+    if (2 * exposed > length) ++a.exposed_kernels;
+    a.max_exposed_ns = std::max(a.max_exposed_ns, exposed);
+    // Dispatch (even index) to combine (the next one): the experts ran in between.
+    if (i % 2 == 0 && i + 1 < kernels.size() && kernels[i + 1].start > k.end) {
+      a.expert_compute_ns += compute.measure_within(k.end, kernels[i + 1].start);
+    }
+  }
+  a.layers = (a.kernels + 1) / 2;
+  return a;
+}
+
+int64_t median_of(std::vector<int64_t>& v) {
+  if (v.empty()) return 0;
+  auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
+  std::nth_element(v.begin(), mid, v.end());
+  return *mid;
+}
+
+// Samples come at <= 10 Hz: a step shorter than the period may hold none. Clocks, temperature and
+// power move over hundreds of ms, so such a step takes the samples within one period around it.
+constexpr int64_t kGpuSampleReachNs = 100'000'000;
+
+// The NVML samples inside [s, e) (or within kGpuSampleReachNs of it when none lies inside) of the
+// devices that ran GPU work there; all of them when no sample's device matches (a device unknown
+// on either side).
+GpuClockStat gpu_clocks_in(const Timeline& tl, int64_t s, int64_t e, const std::vector<int16_t>& devices) {
+  GpuClockStat g;
+  const auto samples = tl.gpu_samples();
+  auto has_clock = [](const Timeline::GpuSample& x) { return x.metric == GpuMetric::kSmClockMhz; };
+  {
+    auto lo = std::lower_bound(samples.begin(), samples.end(), s,
+                               [](const Timeline::GpuSample& x, int64_t t) { return x.t_ns < t; });
+    auto hi = std::lower_bound(lo, samples.end(), e,
+                               [](const Timeline::GpuSample& x, int64_t t) { return x.t_ns < t; });
+    if (std::none_of(lo, hi, has_clock)) {
+      s = s > INT64_MIN + kGpuSampleReachNs ? s - kGpuSampleReachNs : INT64_MIN;
+      e = e < INT64_MAX - kGpuSampleReachNs ? e + kGpuSampleReachNs : INT64_MAX;
+    }
+  }
+  auto first = std::lower_bound(samples.begin(), samples.end(), s,
+                                [](const Timeline::GpuSample& x, int64_t t) { return x.t_ns < t; });
+  auto last = std::lower_bound(first, samples.end(), e,
+                               [](const Timeline::GpuSample& x, int64_t t) { return x.t_ns < t; });
+  auto ran_work = [&](int16_t d) { return std::find(devices.begin(), devices.end(), d) != devices.end(); };
+  const bool any_match = std::any_of(first, last, [&](const Timeline::GpuSample& x) { return ran_work(x.device); });
+  std::vector<int64_t> clocks, power;
+  for (auto it = first; it != last; ++it) {
+    if (any_match && !ran_work(it->device)) continue;
+    const auto value = static_cast<int64_t>(std::min<uint64_t>(it->value, INT64_MAX));
+    switch (it->metric) {
+      case GpuMetric::kSmClockMhz: clocks.push_back(value); break;
+      case GpuMetric::kMaxSmClockMhz: g.max_sm_clock_mhz = std::max(g.max_sm_clock_mhz, value); break;
+      case GpuMetric::kTemperatureC: g.temperature_max_c = std::max(g.temperature_max_c, value); break;
+      case GpuMetric::kPowerMw: power.push_back(value); break;
+      case GpuMetric::kClockEventReasons: g.clock_event_reasons |= it->value; break;
+    }
+  }
+  g.samples = static_cast<int>(clocks.size());
+  if (!clocks.empty()) g.sm_clock_min_mhz = *std::min_element(clocks.begin(), clocks.end());
+  g.sm_clock_median_mhz = median_of(clocks);
+  g.power_median_mw = median_of(power);
+  return g;
+}
+
 }  // namespace
 
 StepView analyze_step(const StepWindow& window, const Timeline& tl, int rank) {
@@ -311,18 +414,24 @@ StepView analyze_step(const StepWindow& window, const Timeline& tl, int rank) {
   auto first = std::lower_bound(gpu.begin(), gpu.end(), s - tl.max_gpu_duration_ns(),
                                 [&](uint32_t idx, int64_t t) { return events[idx].start_ns < t; });
   std::map<CollectiveType, std::vector<Interval>> by_type;
+  std::map<CollectiveType, uint64_t> bytes_by_type;
   std::vector<int64_t> kernel_ns;
   std::unordered_map<NameId, KernelStat> by_kernel;
+  std::vector<Interval> all_to_all;  // all-to-all kernels starting in the window
+  std::vector<int16_t> devices;      // devices with GPU records in the window
   for (auto it = first; it != gpu.end() && events[*it].start_ns < e; ++it) {
     const Event& r = events[*it];
     if (r.end_ns <= s) continue;
+    if (std::find(devices.begin(), devices.end(), r.device) == devices.end()) devices.push_back(r.device);
     if (r.kind == EventKind::kMemcpy && r.start_ns >= s) {
       v.copies.push_back(CopyRecord{r.copy_kind(), r.src_memory, r.dst_memory, r.bytes, r.start_ns, r.duration_ns(),
                                     r.has_flag(event_flags::kAsync)});
     }
     if (r.kind != EventKind::kKernel) continue;
     if (r.is_comm_kernel()) by_type[r.collective].push_back({std::max(r.start_ns, s), std::min(r.end_ns, e)});
+    if (r.is_comm_kernel() && r.start_ns >= s) bytes_by_type[r.collective] += r.bytes;
     if (r.start_ns < s) continue;
+    if (r.is_comm_kernel() && tl.is_all_to_all(r)) all_to_all.push_back({r.start_ns, std::min(r.end_ns, e)});
     ++v.kernels;
     kernel_ns.push_back(r.duration_ns());
     KernelStat& k = by_kernel[r.name];
@@ -359,10 +468,13 @@ StepView analyze_step(const StepWindow& window, const Timeline& tl, int rank) {
     stat.kernels = static_cast<int>(set.size());
     stat.busy_ns = set.total_length();
     stat.exposed_ns = stat.busy_ns - set.intersect(c).total_length();
+    stat.bytes = bytes_by_type[type];
     v.collectives.push_back(stat);
   }
   std::sort(v.collectives.begin(), v.collectives.end(),
             [](const CollectiveStat& x, const CollectiveStat& y) { return x.exposed_ns > y.exposed_ns; });
+  v.all_to_all = all_to_all_layers(std::move(all_to_all), c);
+  if (!tl.gpu_samples().empty()) v.gpu_clocks = gpu_clocks_in(tl, s, e, devices);
 
   // Launch calls starting in the window.
   const auto api = tl.api_by_start();

@@ -99,6 +99,33 @@ struct CollectiveStat {
   int kernels = 0;
   int64_t busy_ns = 0;     // |N_type ∩ W|
   int64_t exposed_ns = 0;  // |N_type \ C| within W
+  uint64_t bytes = 0;      // message bytes of its kernels starting in W, where known (live: NCCL's NVTX ranges)
+};
+
+// All-to-all "layers" (MoE / expert parallelism): the all-to-all kernels starting in the window, in
+// start order, taken in pairs — dispatch, then combine — and the compute between a dispatch's end
+// and its combine's start: the expert matmuls (the reference's "AllToAll blocks between expert
+// matmuls each layer").
+struct AllToAllStat {
+  int kernels = 0;               // all-to-all kernels starting in the window
+  int layers = 0;                // dispatch/combine pairs (an unpaired last kernel counts as one)
+  int64_t a2a_ns = 0;            // their GPU time (each kernel clipped to the window)
+  int64_t exposed_ns = 0;        // the part with no compute kernel running
+  int64_t expert_compute_ns = 0; // |C| between each dispatch and its combine
+  int exposed_kernels = 0;       // all-to-alls more than half exposed
+  int64_t max_exposed_ns = 0;    // the most exposed single all-to-all (the worst layer)
+};
+
+// NVML samples (live only; see gpu_samples.h) inside the window, of the devices that ran GPU
+// work in it. samples == 0: none (offline data, NVML absent or off).
+struct GpuClockStat {
+  int samples = 0;                 // SM clock samples
+  int64_t sm_clock_min_mhz = 0;
+  int64_t sm_clock_median_mhz = 0;
+  int64_t max_sm_clock_mhz = 0;    // the device's maximum SM clock (0: not read)
+  int64_t temperature_max_c = 0;   // 0: not read
+  int64_t power_median_mw = 0;     // 0: not read
+  uint64_t clock_event_reasons = 0;  // OR of the reason masks sampled
 };
 
 struct StepView {
@@ -133,6 +160,8 @@ struct StepView {
   std::vector<KernelStat> top_kernels;     // at most kTopKernels names, largest total first
   std::vector<CopyRecord> copies;          // at most kMaxCopies copies, largest first
   AllocationStat allocations;
+  AllToAllStat all_to_all;
+  GpuClockStat gpu_clocks;
 
   static constexpr size_t kTopKernels = 16;
   static constexpr size_t kMaxCopies = 32;

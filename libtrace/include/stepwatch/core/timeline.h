@@ -13,6 +13,7 @@
 
 #include "stepwatch/core/config.h"
 #include "stepwatch/core/event.h"
+#include "stepwatch/core/gpu_samples.h"
 #include "stepwatch/core/interval.h"
 #include "stepwatch/core/name_table.h"
 #include "stepwatch/core/step_view.h"
@@ -37,6 +38,18 @@ class Timeline {
   const IntervalSet& os_waits_of(uint32_t thread) const;
   const IntervalSet& launches_of(uint32_t thread) const;     // enqueue calls of one host thread
   const IntervalSet& launches_all() const { return launch_all_; }
+  // Whether an NCCL kernel belongs to an all-to-all: its own type, or a SendRecv kernel (NCCL runs
+  // all-to-all as grouped send/recv) launched inside an all-to-all host range of its launching
+  // thread (Kineto's "nccl:all_to_all", NVTX's ncclAlltoAll).
+  bool is_all_to_all(const Event& kernel) const;
+  // NVML samples ("nvml:<metric>" events, gpu_samples.h), in time order.
+  struct GpuSample {
+    int64_t t_ns = 0;
+    uint64_t value = 0;
+    int16_t device = -1;
+    GpuMetric metric = GpuMetric::kSmClockMhz;
+  };
+  std::span<const GpuSample> gpu_samples() const { return gpu_samples_; }
 
   // First GPU record starting at or after t (nullptr if none).
   const Event* next_gpu_record(int64_t t) const;
@@ -71,6 +84,7 @@ class Timeline {
   IntervalSet compute_, comm_, copy_, busy_, blocking_, data_wait_, gc_, launch_all_;
   std::unordered_map<uint32_t, IntervalSet> launch_by_thread_;
   std::unordered_map<uint32_t, IntervalSet> os_waits_by_thread_;
+  std::unordered_map<uint32_t, IntervalSet> all_to_all_ranges_;  // by host thread
   // (correlation, event index) sorted by correlation: a flat index is several times cheaper to
   // build than a hash map, and the live path builds one per judged batch of steps.
   using CorrelationIndex = std::vector<std::pair<uint64_t, uint32_t>>;
@@ -80,6 +94,7 @@ class Timeline {
   std::vector<uint32_t> gpu_by_start_;
   std::vector<uint32_t> api_by_start_;
   std::vector<uint32_t> alloc_by_start_;
+  std::vector<GpuSample> gpu_samples_;
   std::vector<uint32_t> blocking_by_start_;
   std::vector<int64_t> blocking_end_prefix_max_;  // running max of end over blocking_by_start_
   std::vector<uint32_t> blocking_argmax_;         // the call reaching that max
