@@ -23,4 +23,12 @@ stepwatch_fuzzer(fuzz_analysis)
 # live_config.cpp has no CUDA dependency: compiled in directly, so this fuzzer exists without the toolkit.
 stepwatch_fuzzer(fuzz_live_config)
 target_sources(fuzz_live_config PRIVATE ${PROJECT_SOURCE_DIR}/libtrace/src/live/live_config.cpp)
-add_custom_target(stepwatch_fuzzers DEPENDS fuzz_kineto_import fuzz_analysis fuzz_live_config)
+# The metrics endpoint's request parser: no CUDA dependency either.
+stepwatch_fuzzer(fuzz_metrics_request)
+target_sources(fuzz_metrics_request PRIVATE ${PROJECT_SOURCE_DIR}/libtrace/src/live/metrics_http.cpp)
+# The nsys importer: corrupted database images (seeds: make_nsys_seeds.py), and well-formed
+# exports with fuzzed rows (built with the sqlite3 C API in the target).
+stepwatch_fuzzer(fuzz_nsys_import)
+stepwatch_fuzzer(fuzz_nsys_rows SQLite::SQLite3)
+add_custom_target(stepwatch_fuzzers DEPENDS fuzz_kineto_import fuzz_analysis fuzz_live_config fuzz_nsys_import
+                                            fuzz_nsys_rows fuzz_metrics_request)

@@ -32,13 +32,13 @@ fi
 echo "== fuzz: build ($bdir) =="
 CC=clang CXX=clang++ cmake -S . -B "$bdir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTEPWATCH_FUZZ=ON \
   -DSTEPWATCH_BUILD_BENCH=OFF -DSTEPWATCH_WITH_CUDA=OFF >/dev/null
-cmake --build "$bdir" -j"$(nproc 2>/dev/null || echo 2)" --target fuzz_kineto_import fuzz_analysis fuzz_live_config stepwatch_synth
+cmake --build "$bdir" -j"$(nproc 2>/dev/null || echo 2)" --target fuzz_kineto_import fuzz_analysis fuzz_live_config fuzz_metrics_request fuzz_nsys_import fuzz_nsys_rows stepwatch_synth
 
 corpus=$bdir/fuzz-corpus
 artifacts=$bdir/fuzz-artifacts
-mkdir -p "$corpus"/{fuzz_kineto_import,fuzz_analysis,fuzz_live_config}
+mkdir -p "$corpus"/{fuzz_kineto_import,fuzz_analysis,fuzz_live_config,fuzz_metrics_request,fuzz_nsys_import,fuzz_nsys_rows}
 rm -rf "$artifacts"
-mkdir -p "$artifacts"/{fuzz_kineto_import,fuzz_analysis,fuzz_live_config}
+mkdir -p "$artifacts"/{fuzz_kineto_import,fuzz_analysis,fuzz_live_config,fuzz_metrics_request,fuzz_nsys_import,fuzz_nsys_rows}
 
 echo "== fuzz: seeds =="
 seeds=$corpus/fuzz_kineto_import
@@ -68,11 +68,19 @@ printf 'STEPWATCH_ENABLE=1\nSTEPWATCH_FLUSH_MS=200\nSTEPWATCH_MEMORY_MB=64\nSTEP
 printf 'STEPWATCH_STEP_PATTERN=^(ProfilerStep#\\d+|step)$\nSTEPWATCH_DATA_PATTERN=DataLoader\nSTEPWATCH_DISABLE=launch_bound, gc_pause\n' >"$cfg/seed_patterns"
 printf 'STEPWATCH_MIN_PCT=5.5\nSTEPWATCH_MIN_MS=1e3\nSTEPWATCH_CUPTI_BUFFER_KB=4096\nSTEPWATCH_CUPTI_MAX_BUFFERS=64\nSTEPWATCH_LOG_LEVEL=warning\n' >"$cfg/seed_numbers"
 printf 'STEPWATCH_FLUSH_MS=abc\nSTEPWATCH_SUSTAIN=9/2\nSTEPWATCH_STEP_PATTERN=(\nOMPI_COMM_WORLD_RANK=-1\nSLURM_PROCID=7\n' >"$cfg/seed_bad"
+# The metrics endpoint's request parser reads raw HTTP requests.
+printf 'GET /metrics HTTP/1.1\r\nHost: localhost:9400\r\nAccept: */*\r\n\r\n' >"$corpus/fuzz_metrics_request/seed_get"
+printf 'HEAD /metrics?x=1 HTTP/1.0\n\n' >"$corpus/fuzz_metrics_request/seed_head"
+# The nsys fuzzers: small nsys-shaped SQLite exports written with python3's sqlite3, and a step in
+# fuzz_nsys_rows' row encoding. Without python3 they start from empty corpora (they still run).
+if command -v python3 >/dev/null 2>&1; then
+  python3 tests/fuzz/make_nsys_seeds.py "$corpus/fuzz_nsys_import" "$corpus/fuzz_nsys_rows"
+fi
 
 parallel=()
 [ "$jobs" -gt 1 ] && parallel=(-jobs="$jobs" -workers="$jobs")
 status=0
-for f in fuzz_kineto_import fuzz_analysis fuzz_live_config; do
+for f in fuzz_kineto_import fuzz_analysis fuzz_live_config fuzz_metrics_request fuzz_nsys_import fuzz_nsys_rows; do
   echo "== fuzz: $f for ${seconds}s =="
   # -rss_limit_mb: ASan's shadow plus the importer's buffers; a leak or runaway allocation fails.
   if ! ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \

@@ -5,6 +5,9 @@
 
 #include <sys/wait.h>
 
+#include <csignal>
+#include <cstdio>
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -56,15 +59,16 @@ class RemoveRunDirs : public ::testing::Environment {
 };
 [[maybe_unused]] ::testing::Environment* const kRemoveRunDirs = ::testing::AddGlobalTestEnvironment(new RemoveRunDirs);
 
+// `watchdog_s` bounds the run (coreutils timeout: exit 124 when it fires): a hang fails the test.
 RunResult run_driver(const std::string& scenario, int steps, const std::string& mode = "normal",
-                     const std::string& extra_env = "") {
+                     const std::string& extra_env = "", int watchdog_s = 60) {
   static int counter = 0;
   const fs::path dir = fs::temp_directory_path() / ("sw_e2e_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
   fs::remove_all(dir);
   fs::create_directories(dir);
   run_dirs().push_back(dir);
   const std::string cmd = "env STEPWATCH_OUTPUT_DIR=" + (dir / "out").string() + " STEPWATCH_FLUSH_MS=100 " + extra_env +
-                          " timeout 60 " STEPWATCH_E2E_DRIVER " " STEPWATCH_INJECT_SO " " STEPWATCH_FAKE_CUPTI_SO " " +
+                          " timeout " + std::to_string(watchdog_s) + " " STEPWATCH_E2E_DRIVER " " STEPWATCH_INJECT_SO " " STEPWATCH_FAKE_CUPTI_SO " " +
                           scenario + " " + std::to_string(steps) + " " + mode + " >" + (dir / "stdout").string() +
                           " 2>" + (dir / "stderr").string();
   RunResult r;
@@ -80,6 +84,27 @@ RunResult run_driver(const std::string& scenario, int steps, const std::string& 
     r.steps = read_jsonl(r.run_dir / "steps.jsonl");
   }
   return r;
+}
+
+// Lines of a JSONL output that are not one complete JSON object (a torn last line included).
+std::vector<std::string> torn_lines(const fs::path& p) {
+  std::vector<std::string> bad;
+  const std::string text = slurp(p);
+  if (!text.empty() && text.back() != '\n') bad.push_back("(no newline at the end)");
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (!nlohmann::json::accept(line) || line.empty() || line.front() != '{') bad.push_back(line);
+  }
+  return bad;
+}
+
+// What a crash or a sanitizer leaves in the job log.
+bool has_crash_report(const std::string& log) {
+  for (const char* marker : {"AddressSanitizer", "ThreadSanitizer", "LeakSanitizer", "runtime error:",
+                             "terminate called", "Segmentation fault", "Aborted"}) {
+    if (log.find(marker) != std::string::npos) return true;
+  }
+  return false;
 }
 
 size_t count_detector(const RunResult& r, const std::string& id) {
@@ -204,6 +229,102 @@ TEST(LiveErrors, UnderscoreExitLeavesValidFiles) {
   ASSERT_EQ(r.exit_code, 0) << r.log;
   // No exit summary (no atexit), but what was written is complete JSONL.
   EXPECT_GE(count_detector(r, "exposed_collective"), 1u);
+}
+
+// torchrun/slurm end jobs with SIGTERM. stepwatch installs no signal handler: with the default
+// disposition the process dies by the signal at once, even with CUPTI's flush hung under our
+// stepwatch_flush; there is no atexit then, and what was written before is complete JSONL.
+TEST(LiveSignals, SigtermDuringAFlushEndsTheProcessAtOnceWithValidFiles) {
+  const RunResult r = run_driver("item_sync", 8, "sigterm", "", /*watchdog_s=*/30);
+  EXPECT_EQ(r.exit_code, 128 + SIGTERM) << r.out << r.log;  // not 124: the watchdog did not fire
+  EXPECT_NE(r.out.find("sigterm: flushing"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("survived"), std::string::npos) << r.out;
+  EXPECT_FALSE(has_crash_report(r.log)) << r.log;
+  EXPECT_EQ(r.log.find("exit summary"), std::string::npos) << "no atexit under the default disposition";
+  ASSERT_FALSE(r.run_dir.empty()) << r.log;
+  EXPECT_TRUE(torn_lines(r.run_dir / "steps.jsonl").empty());
+  EXPECT_TRUE(torn_lines(r.run_dir / "findings.jsonl").empty());
+  EXPECT_GE(r.steps.size(), 2u) << "meta + the steps judged before the signal";
+}
+
+// A host handler that calls exit() (C++ launchers do): stepwatch's atexit path runs while CUPTI's
+// flush is still hung — bounded (the adapter abandons the stuck flush after 2 s), then the exit
+// summary for the steps that have data, and the buffer CUPTI never returned is data_loss.
+TEST(LiveSignals, HostSigtermHandlerCallingExitGetsTheSummaryAndTheLoss) {
+  const RunResult r = run_driver("item_sync", 8, "sigterm_exit", "", /*watchdog_s=*/30);
+  EXPECT_EQ(r.exit_code, 143) << r.out << r.log;
+  EXPECT_FALSE(has_crash_report(r.log)) << r.log;
+  EXPECT_NE(r.log.find("exit summary: 4 steps analyzed, 2 judged"), std::string::npos) << r.log;
+  EXPECT_NE(r.log.find("still inside CUPTI at exit"), std::string::npos) << r.log;
+  ASSERT_FALSE(r.run_dir.empty());
+  EXPECT_TRUE(torn_lines(r.run_dir / "steps.jsonl").empty());
+  EXPECT_TRUE(torn_lines(r.run_dir / "findings.jsonl").empty());
+  // The findings where data is present: the judged steps (2 after the warm-up) have their hidden sync.
+  EXPECT_GE(count_detector(r, "hidden_sync"), 1u) << r.log;
+  bool loss_reported = false;
+  for (const auto& f : r.findings) {
+    if (f.value("detector", "") == "data_loss") {
+      loss_reported = loss_reported || f["evidence"].value("buffers_abandoned", 0) >= 1;
+    }
+  }
+  EXPECT_TRUE(loss_reported) << slurp(r.run_dir / "findings.jsonl");
+  const auto summary = nlohmann::json::parse(slurp(r.run_dir / "summary.json"));
+  EXPECT_EQ(summary["steps"], 4);
+  EXPECT_GE(summary["data_loss"]["buffers_abandoned"].get<int>(), 1);
+}
+
+// 64 host threads launching at once through the callback path and activity buffers, with a pool of
+// 8 buffers of 64 KiB: refused buffers lose records (CUPTI counts them), full queues lose events
+// (we count them). Nothing crashes or hangs, the loop's findings stand, and the books balance:
+// records produced = records analyzed + records reported dropped.
+TEST(LiveStorm, SixtyFourThreadsLaunchingAtOnceLoseOnlyWhatIsReported) {
+  const RunResult r = run_driver("item_sync", 6, "storm", "STEPWATCH_CUPTI_MAX_BUFFERS=8 STEPWATCH_CUPTI_BUFFER_KB=64");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.log;
+  EXPECT_FALSE(has_crash_report(r.log)) << r.log;
+  unsigned long long produced = 0, dropped_by_cupti = 0, refused = 0;
+  const size_t at = r.out.find("storm: ");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  ASSERT_EQ(std::sscanf(r.out.c_str() + at, "storm: produced %llu dropped_by_cupti %llu refused_requests %llu",
+                        &produced, &dropped_by_cupti, &refused),
+            3)
+      << r.out;
+  EXPECT_EQ(produced, 64u * 1500u);
+  EXPECT_GT(dropped_by_cupti, 0u) << "a pool of 8 for 64 threads must refuse some";
+
+  ASSERT_FALSE(r.run_dir.empty());
+  const auto summary = nlohmann::json::parse(slurp(r.run_dir / "summary.json"));
+  unsigned long long analyzed = 0;
+  for (const auto& k : summary["kern_sum"]) {
+    if (k.value("name", "") == "storm_kernel") analyzed = k["count"].get<unsigned long long>();
+  }
+  const auto& loss = summary["data_loss"];
+  const auto cupti_dropped = loss["cupti_dropped"].get<unsigned long long>();
+  const auto queue_full = loss["queue_full"].get<unsigned long long>();
+  EXPECT_EQ(cupti_dropped, dropped_by_cupti);
+  EXPECT_EQ(loss["buffer_pool_exhausted"].get<unsigned long long>(), refused);
+  EXPECT_EQ(loss["retention_cap"].get<unsigned long long>(), 0u);
+  EXPECT_EQ(produced, analyzed + cupti_dropped + queue_full)
+      << "analyzed " << analyzed << ", cupti_dropped " << cupti_dropped << ", queue_full " << queue_full;
+  // The data_loss finding's totals are the summary's: records, and (separately, in buffers, so
+  // that records are not counted twice) the refused buffers.
+  long long lost_total = -1;
+  long long buffers_total = -1;
+  for (const auto& f : r.findings) {
+    if (f.value("detector", "") != "data_loss") continue;
+    lost_total = f["evidence"].value("lost_total", -1LL);
+    buffers_total = f["evidence"].value("buffers_total", -1LL);
+  }
+  unsigned long long summary_records = 0;
+  for (const auto& [kind, n] : loss.items()) {
+    if (kind != "buffer_pool_exhausted" && kind != "buffers_abandoned") summary_records += n.get<unsigned long long>();
+  }
+  EXPECT_EQ(lost_total, static_cast<long long>(summary_records));
+  EXPECT_EQ(lost_total, static_cast<long long>(cupti_dropped + queue_full));
+  EXPECT_EQ(buffers_total, static_cast<long long>(refused));
+  // The training loop before the storm is judged as without it: 4 judged steps, (nearly) each a
+  // hidden sync, as in LiveFault.
+  EXPECT_GE(count_detector(r, "hidden_sync"), 3u) << r.log;
+  EXPECT_NE(r.log.find("exit summary: 6 steps analyzed"), std::string::npos) << r.log;
 }
 
 TEST(LiveErrors, BadConfigValuesGiveOneLineAndDefaults) {

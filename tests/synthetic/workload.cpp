@@ -65,6 +65,10 @@ constexpr std::string_view kOptimizerKernel =
     "FusedAdamMathFunctor<float, 4, (at::native::ADAM_MODE)1, false>, float*, double, double, double, double, "
     "double, bool, float*, float*)";
 
+constexpr std::string_view kExpertKernel =
+    "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel";
+constexpr std::string_view kAllToAllKernel = "ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)";
+constexpr std::string_view kAllToAllRange = "nccl:all_to_all";
 constexpr std::string_view kDataLoaderRange = "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__";
 constexpr std::string_view kOptimizerRange = "Optimizer.step#AdamW.step";
 
@@ -294,8 +298,46 @@ class Model {
     now_ += 3'000;
     add_api("cudaStreamWaitEvent", now_, now_ + 3'000);
     now_ += 3'000;
-    return enqueue(allreduce_launch_api(cfg_.nccl_naming), EventKind::kKernel, nccl_name_, cfg_.comm_stream, gpu_ns,
-                   ready, Role::kComm);
+    // Multi-rank runs: the kernel starts when this rank arrives and ends no earlier than the
+    // collective's end on all ranks (multi_rank.h): it waits inside for a late peer.
+    const size_t k = run_allreduces_.size();
+    const int64_t floor = k < cfg_.allreduce_end_floor_ns.size() ? cfg_.allreduce_end_floor_ns[k] : 0;
+    const int64_t call_start = now_;
+    const int64_t call_end = queue_slot_at(call_start) + cfg_.launch_call_ns;
+    const Event call = add_api(allreduce_launch_api(cfg_.nccl_naming), call_start, call_end);
+    const int64_t start = std::max({call_end, tail(cfg_.comm_stream), ready});
+    const int64_t end = std::max(start + gpu_ns, floor);
+    add_gpu(EventKind::kKernel, nccl_name_, cfg_.comm_stream, start, end, call, Role::kComm);
+    run_allreduces_.push_back({start, gpu_ns});
+    now_ = call_end;
+    return end;
+  }
+
+  // An MoE all-to-all: the "nccl:all_to_all" host range around the NCCL launch, the NCCL stream
+  // waiting for the compute stream (the tokens are ready). Returns the kernel's end.
+  int64_t all_to_all(int64_t gpu_ns) {
+    const int64_t range_start = now_;
+    python(cfg_.host_gap_ns);
+    const int64_t ready = tail(cfg_.compute_stream);
+    add_api("cudaEventRecord", now_, now_ + 3'000);
+    now_ += 3'000;
+    add_api("cudaStreamWaitEvent", now_, now_ + 3'000);
+    now_ += 3'000;
+    const int64_t end = enqueue("cuLaunchKernelEx", EventKind::kKernel, kAllToAllKernel, cfg_.comm_stream, gpu_ns,
+                                ready, Role::kComm);
+    add_host(EventKind::kRange, kAllToAllRange, range_start, now_, Role::kNone);
+    return end;
+  }
+
+  // One MoE expert block: dispatch, expert matmuls, combine. Returns what the layer's next compute
+  // kernel waits for (the combine when exposed, nothing when overlapped).
+  int64_t moe_block() {
+    const int64_t dispatched = all_to_all(cfg_.a2a_ns);
+    for (int k = 0; k < cfg_.expert_kernels; ++k) {
+      launch_compute(kExpertKernel, k == 0 && !cfg_.a2a_overlapped ? dispatched : 0);
+    }
+    const int64_t combined = all_to_all(cfg_.a2a_ns);
+    return cfg_.a2a_overlapped ? 0 : combined;
   }
 
   static std::string copy_record_name(CopyKind kind, MemoryKind src, MemoryKind dst) {
@@ -384,9 +426,15 @@ class Model {
 
     // Allocator misses sit after evenly spaced forward kernels.
     int misses_done = 0;
+    int64_t layer_dependency = 0;  // an exposed MoE combine the next layer waits for
+    const int moe_every = cfg_.moe_layers > 0 ? std::max(1, cfg_.forward_kernels / cfg_.moe_layers) : 0;
     for (int i = 0; i < cfg_.forward_kernels; ++i) {
-      launch_compute(kForwardKernels[static_cast<size_t>(i) % kForwardKernels.size()]);
+      launch_compute(kForwardKernels[static_cast<size_t>(i) % kForwardKernels.size()], layer_dependency);
+      layer_dependency = 0;
       after_body_kernel();
+      if (moe_every > 0 && (i + 1) % moe_every == 0 && (i + 1) / moe_every <= cfg_.moe_layers) {
+        layer_dependency = moe_block();
+      }
       while (misses_done < cfg_.allocator_misses &&
              (misses_done + 1) * cfg_.forward_kernels / (cfg_.allocator_misses + 1) == i + 1) {
         const bool stall = misses_done == 0 && every_nth_step(cfg_.malloc_stall_every);
@@ -449,6 +497,7 @@ class Model {
     run.trace.format = "synthetic";
     run.trace.rank = cfg_.rank;
     run.trace.device_name = "NVIDIA H100 80GB HBM3 (synthetic)";
+    run.allreduces = run_allreduces_;
     run.trace.names = std::move(trace_.names);
 
     // The capture keeps what a profiler started at the first captured step sees: host activity
@@ -547,6 +596,7 @@ class Model {
   int64_t capture_start_ns_ = -1;
   uint64_t next_correlation_ = 1000;
   std::string nccl_name_ = allreduce_kernel_name(cfg_.nccl_naming);
+  std::vector<AllreduceRun> run_allreduces_;  // every all-reduce, warm-up included
 };
 
 int count_in(const std::vector<int64_t>& sorted, int64_t lo, int64_t hi) {
@@ -624,7 +674,7 @@ int64_t scaled(int64_t ns, double magnitude) { return static_cast<int64_t>(std::
 // backward and 16 optimizer kernels of ~200 µs (~32 ms of GPU time), ~20 µs of host time per
 // launch, a 0.2 ms DataLoader wait, a pinned 16 MiB input copy. GPU-bound: the host runs ahead
 // by a full launch queue and the GPU never idles.
-const std::array<ScenarioEntry, 10> kScenarios = {{
+const std::array<ScenarioEntry, 12> kScenarios = {{
     {"gpu_bound", "healthy: GPU-bound loop, host a full launch queue ahead; no finding expected",
      [](WorkloadConfig&, double) {}},
     {"ddp_overlap",
@@ -696,6 +746,22 @@ const std::array<ScenarioEntry, 10> kScenarios = {{
        c.input_bytes = 64ull << 20;
        c.slow_copy_every = 2;
        c.slow_copy_factor = 1.0 + 4.0 * m;
+     }},
+    {"moe_overlapped_a2a",
+     "healthy: MoE, 8 forward layers each dispatching and combining its tokens with a 0.6 ms all-to-all "
+     "(NCCL SendRecv under nccl:all_to_all) around 4 expert matmuls; the compute stream never waits for them "
+     "(pipelined dispatch): fully overlapped; no finding expected",
+     [](WorkloadConfig& c, double) {
+       c.moe_layers = 8;
+       c.a2a_overlapped = true;
+     }},
+    {"moe_exposed_a2a",
+     "exposed_collective: MoE, 8 forward layers whose experts wait for the dispatch all-to-all and whose next "
+     "layer waits for the combine (0.6 ms x magnitude each, vs 0.8 ms of expert matmuls): ~9.6 ms x magnitude "
+     "of exposed all-to-all per step",
+     [](WorkloadConfig& c, double m) {
+       c.moe_layers = 8;
+       c.a2a_ns = scaled(600'000, m);
      }},
     {"allocator_churn",
      "allocator_churn: 4 caching-allocator misses mid-forward per step, each a cudaFree that synchronizes the "

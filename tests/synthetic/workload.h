@@ -84,6 +84,20 @@ struct WorkloadConfig {
   int buckets = 4;                   // kOverlappedBuckets
   int64_t allreduce_ns = 6'000'000;  // all-reduce GPU time per step (all buckets together)
   NcclNaming nccl_naming = NcclNaming::kDevKernel;
+  // Multi-rank runs (multi_rank.h): the k-th all-reduce of the run (warm-up included) ends no
+  // earlier than this, the collective's end on every rank; empty = a single rank.
+  std::vector<int64_t> allreduce_end_floor_ns;
+
+  // MoE / expert parallelism: `moe_layers` forward layers each dispatch their tokens with an
+  // all-to-all, run `expert_kernels` expert matmuls, and combine with a second all-to-all of
+  // `a2a_ns` (PyTorch's "nccl:all_to_all" range around an NCCL SendRecv kernel: NCCL runs
+  // all-to-all as grouped send/recv). Exposed: the experts wait for the dispatch and the layer's
+  // next kernel for the combine. Overlapped (`a2a_overlapped`, pipelined dispatch): the compute
+  // stream never waits for them.
+  int moe_layers = 0;
+  int expert_kernels = 4;
+  int64_t a2a_ns = 600'000;
+  bool a2a_overlapped = false;
 
   double pinned_gb_per_s = 20.0;     // bytes per ns == GB/s
   double pageable_gb_per_s = 6.0;
@@ -166,11 +180,19 @@ struct GroundTruthTimeline {
   std::vector<SlowCopy> slow_h2d;  // sorted by start
 };
 
+// One all-reduce as the model ran it: when this rank's kernel started (its arrival) and the
+// collective's own duration once every rank has arrived.
+struct AllreduceRun {
+  int64_t start_ns = 0;
+  int64_t own_ns = 0;
+};
+
 struct SyntheticRun {
   WorkloadConfig config;
   Trace trace;
   std::vector<StepTruth> truth;  // one per captured step, in order
   GroundTruthTimeline timeline;
+  std::vector<AllreduceRun> allreduces;  // every all-reduce the model ran, warm-up included, in order
 
   StepTruth truth_for_window(int64_t start_ns, int64_t end_ns, int64_t step = 0) const;
 };
@@ -178,7 +200,8 @@ struct SyntheticRun {
 // Runs the model.
 SyntheticRun generate(const WorkloadConfig& config);
 
-// Scenario factory. Healthy: `gpu_bound`, `ddp_overlap`. Faulty: `slow_dataloader`, `item_sync`,
+// Scenario factory. Healthy: `gpu_bound`, `ddp_overlap`, `moe_overlapped_a2a`. Faulty: `moe_exposed_a2a`,
+// `slow_dataloader`, `item_sync`,
 // `pageable_copy`, `serialized_allreduce`, `launch_bound`, `sync_copy`, `slow_h2d`,
 // `allocator_churn`. `no_marks` is `gpu_bound` without step ranges; any name with the suffix
 // `+no_marks` (e.g. `item_sync+no_marks`) drops the ranges of that scenario.

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "stepwatch/core/classify.h"
+#include "stepwatch/core/gpu_samples.h"
 #include "stepwatch/import/kineto_importer.h"
 #include "synthetic/workload.h"
 
@@ -205,6 +206,33 @@ TEST(KinetoWriter, RoundTripsEveryKindThroughTheImporter) {
   EXPECT_EQ(back.rank, 3);
   EXPECT_EQ(back.device_name, "NVIDIA H200");
   EXPECT_EQ(keys_of(back), keys_of(original));
+}
+
+// The flight recorder's dumps keep the NVML samples' readings, so that `throttle` analyzed from a
+// dump has the same confirming evidence as live.
+TEST(KinetoWriter, NvmlSamplesKeepTheirReadingsAndDevice) {
+  Trace t;
+  Event& clock = t.add(EventKind::kRange, gpu_sample_name(GpuMetric::kSmClockMhz), 1'000'000, 1'000'000);
+  clock.bytes = 1395;
+  clock.device = 1;
+  Event& reasons = t.add(EventKind::kRange, gpu_sample_name(GpuMetric::kClockEventReasons), 2'000'000, 2'000'000);
+  reasons.bytes = clock_reason::kHwThermalSlowdown;
+  reasons.device = 0;
+  Event& plain = t.add(EventKind::kRange, "forward", 1'500'000, 1'700'000);  // an ordinary range keeps no value
+  plain.thread = 7;
+  plain.bytes = 99;
+  const Trace back = import_kineto_json(to_json_text(t), "nvml");
+  std::vector<std::tuple<std::string, uint64_t, int, uint32_t>> got;
+  for (const Event& e : back.events) {
+    got.emplace_back(std::string(back.names.view(e.name)), e.bytes, e.device, e.thread);
+  }
+  std::sort(got.begin(), got.end());
+  const std::vector<std::tuple<std::string, uint64_t, int, uint32_t>> want = {
+      {"forward", 0, -1, 7},
+      {"nvml:clock_event_reasons", clock_reason::kHwThermalSlowdown, 0, 0},
+      {"nvml:sm_clock_mhz", 1395, 1, 0},
+  };
+  EXPECT_EQ(got, want);
 }
 
 TEST(KinetoWriter, StepMarksBecomeRangesUpToTheNextMark) {

@@ -14,6 +14,7 @@
 #include "cupti/cupti_api.h"
 #include "cupti/cupti_callbacks.h"
 #include "cupti/cupti_records.h"
+#include "live/quiet_thread.h"
 
 namespace stepwatch::live {
 
@@ -72,23 +73,6 @@ CuptiAdapterOptions sanitized(CuptiAdapterOptions o) {
   o.device_buffer_pool_limit = std::max<int64_t>(o.device_buffer_pool_limit, 0);
   o.silent_flush_periods = std::max(o.silent_flush_periods, 1);
   return o;
-}
-
-// Our threads must not take the host's process-directed signals (SIGINT, SIGCHLD, SIGTERM
-// handlers written for the app's own threads): they are created with every signal blocked.
-template <typename Fn>
-std::thread spawn_quiet_thread(Fn&& fn) {
-  sigset_t all, previous;
-  sigfillset(&all);
-  pthread_sigmask(SIG_BLOCK, &all, &previous);
-  try {
-    std::thread t(std::forward<Fn>(fn));
-    pthread_sigmask(SIG_SETMASK, &previous, nullptr);
-    return t;
-  } catch (...) {
-    pthread_sigmask(SIG_SETMASK, &previous, nullptr);
-    throw;
-  }
 }
 
 std::string version_text(uint32_t v) {
@@ -599,6 +583,13 @@ void CuptiAdapterCore::shutdown(int64_t timeout_ms) noexcept {
       } catch (...) {
         // No helper thread: skip the final flush rather than risk an unbounded one here.
       }
+    }
+    // Buffers CUPTI still holds now (the final flush hung or was skipped behind a stuck flush
+    // thread — e.g. SIGTERM while CUPTI hangs): their records never reach us. Counted, not silent.
+    if (const int held = pool_ ? pool_->outstanding() : 0; held > 0) {
+      SinkLease lease(*this);
+      if (lease) sink_->report_loss(LossKind::kBuffersAbandoned, static_cast<uint64_t>(held));
+      status(std::to_string(held) + " activity buffer(s) still inside CUPTI at exit: their records are lost");
     }
     // Close the sink gate, then wait (bounded) for callbacks still inside the sink.
     sink_open_.store(false);

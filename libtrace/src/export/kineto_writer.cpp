@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "stepwatch/core/classify.h"
+#include "stepwatch/core/gpu_samples.h"
 #include "stepwatch/core/step_window.h"
 
 namespace stepwatch {
@@ -426,6 +427,11 @@ void write_kineto_json(const Trace& trace, std::ostream& out) {
           w.begin("user_annotation", step_mark_name(e, recorded), pid, e.thread, e.start_ns, dur);
         } else {
           w.begin("user_annotation", recorded, pid, e.thread, e.start_ns, dur);
+          if (gpu_metric_of(recorded)) {
+            // An NVML sample (gpu_samples.h): its reading travels in args, read back by the importer.
+            w.arg_uint("value", e.bytes);
+            w.arg_int("device", e.device);
+          }
         }
         w.end();
         break;

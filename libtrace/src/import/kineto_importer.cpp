@@ -12,6 +12,7 @@
 
 #include "import/gzip.h"
 #include "stepwatch/core/classify.h"
+#include "stepwatch/core/gpu_samples.h"
 
 namespace stepwatch {
 
@@ -235,6 +236,7 @@ struct KinetoArgs {
   Scalar stream;
   Scalar correlation;
   Scalar bytes;
+  Scalar value;                // NVML samples in stepwatch's dumps (gpu_samples.h)
   std::string_view copy_kind;  // AMD copies: "HtoD", "DtoD"
   std::string_view sync_kind;  // cuda_sync: "Stream Sync", "Event Sync", ...
 };
@@ -351,6 +353,11 @@ void fill_event(Event& e, const KinetoRecord& r) {
       break;
     default:  // host ranges, overhead
       e.thread = thread_of(r.tid);
+      if (r.category == Category::kRange && gpu_metric_of(r.name)) {
+        e.bytes = to_count(r.args.value);
+        e.device = device_of(r);
+        e.thread = 0;  // samples belong to no host thread (gpu_samples.h)
+      }
       break;
   }
 }
@@ -407,6 +414,8 @@ error_code read_args(od::value& v, KinetoArgs& args) {
       SW_JSON_TRY(read_scalar(value, args.correlation));
     } else if (key == "bytes") {
       SW_JSON_TRY(read_scalar(value, args.bytes));
+    } else if (key == "value") {
+      SW_JSON_TRY(read_scalar(value, args.value));
     } else if (key == "kind") {
       SW_JSON_TRY(read_string(value, args.copy_kind));
     } else if (key == "cuda_sync_kind") {
@@ -439,7 +448,8 @@ error_code read_record(od::object& object, KinetoRecord& r) {
       SW_JSON_TRY(read_scalar(value, r.pid));
     } else if (key == "tid") {
       SW_JSON_TRY(read_scalar(value, r.tid));
-    } else if (key == "args" && needs_args(r.category)) {
+    } else if (key == "args" && (needs_args(r.category) ||
+                                 (r.category == Category::kRange && gpu_metric_of(r.name)))) {
       SW_JSON_TRY(read_args(value, r.args));
     }
     // Leaving early is safe: the enclosing array iterator skips the rest of the object.
@@ -486,6 +496,10 @@ class KinetoReader {
         SW_JSON_TRY(read_distributed_info(value));
       } else if (key == "deviceProperties") {
         SW_JSON_TRY(read_device_properties(value));
+      } else if (key == "baseTimeNanoseconds") {
+        Scalar base;
+        SW_JSON_TRY(read_scalar(value, base));
+        trace_.clock_base_ns = to_int(base).value_or(0);
       }
     }
     return simdjson::SUCCESS;

@@ -85,6 +85,11 @@ class Query {
   std::string what_;
 };
 
+// The database image in memory rather than in a file (`import_nsys_sqlite_bytes`).
+struct InMemory {
+  std::string_view image;
+};
+
 class Database {
  public:
   explicit Database(const std::string& path) : path_(path) {
@@ -92,9 +97,25 @@ class Database {
     const int rc = sqlite3_open_v2(immutable_uri(path).c_str(), &raw, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr);
     db_.reset(raw);
     if (rc != SQLITE_OK) fail("opening the file");
-    // sqlite_master is read on first use: a file that is no database fails here.
-    Query tables = prepare("SELECT name FROM sqlite_master WHERE type IN ('table','view')", "reading the schema");
-    while (tables.next()) tables_.emplace_back(tables.text(0));
+    read_schema();
+  }
+
+  // A private in-memory database holding a copy of `image` (read-only: nothing is written back).
+  Database(const std::string& source, InMemory memory) : path_(source) {
+    sqlite3* raw = nullptr;
+    const int rc = sqlite3_open_v2(":memory:", &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_MEMORY, nullptr);
+    db_.reset(raw);
+    if (rc != SQLITE_OK) fail("opening an in-memory database");
+    // SQLite owns the copy from here (FREEONCLOSE), also when deserialize fails.
+    auto* copy = static_cast<unsigned char*>(sqlite3_malloc64(std::max<size_t>(memory.image.size(), 1)));
+    if (copy == nullptr) fail("allocating the in-memory image");
+    std::memcpy(copy, memory.image.data(), memory.image.size());
+    const auto size = static_cast<sqlite3_int64>(memory.image.size());
+    if (sqlite3_deserialize(db_.get(), "main", copy, size, size,
+                            SQLITE_DESERIALIZE_READONLY | SQLITE_DESERIALIZE_FREEONCLOSE) != SQLITE_OK) {
+      fail("loading the in-memory image");
+    }
+    read_schema();
   }
 
   [[noreturn]] void fail(const std::string& what) const {
@@ -140,6 +161,12 @@ class Database {
   }
 
  private:
+  // sqlite_master is read on first use: a file that is no database fails here.
+  void read_schema() {
+    Query tables = prepare("SELECT name FROM sqlite_master WHERE type IN ('table','view')", "reading the schema");
+    while (tables.next()) tables_.emplace_back(tables.text(0));
+  }
+
   std::string path_;
   std::unique_ptr<sqlite3, DbCloser> db_;
   std::vector<std::string> tables_;
@@ -162,18 +189,13 @@ uint32_t big_endian(const unsigned char* p, int n) {
   return v;
 }
 
-void check_file(const std::string& path) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) throw ImportError(path, "cannot open: no such file");
-  const uintmax_t size = std::filesystem::file_size(path, ec);
-  if (ec) throw ImportError(path, "cannot open: " + ec.message());
-  std::ifstream in(path, std::ios::binary);
-  std::array<unsigned char, 100> header{};
-  in.read(reinterpret_cast<char*>(header.data()), header.size());
-  if (!in || size < header.size()) {
+// `header`: the first 100 bytes (fewer when the input is shorter); `size`: the whole input's.
+void check_header(std::string_view header_bytes, uint64_t size, const std::string& path) {
+  if (header_bytes.size() < 100 || size < 100) {
     throw ImportError(path, "not an SQLite database or truncated: " + std::to_string(size) + " bytes");
   }
-  if (std::memcmp(header.data(), kSqliteMagic.data(), kSqliteMagic.size()) != 0) {
+  const auto* header = reinterpret_cast<const unsigned char*>(header_bytes.data());
+  if (std::memcmp(header, kSqliteMagic.data(), kSqliteMagic.size()) != 0) {
     throw ImportError(path, "not an SQLite database (no \"SQLite format 3\" header)");
   }
   const uint32_t page_size_field = big_endian(&header[16], 2);
@@ -186,6 +208,17 @@ void check_file(const std::string& path) {
     throw ImportError(path, "truncated SQLite database: " + std::to_string(size) + " bytes, the header says " +
                                 std::to_string(pages * page_size));
   }
+}
+
+void check_file(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) throw ImportError(path, "cannot open: no such file");
+  const uintmax_t size = std::filesystem::file_size(path, ec);
+  if (ec) throw ImportError(path, "cannot open: " + ec.message());
+  std::ifstream in(path, std::ios::binary);
+  std::array<char, 100> header{};
+  in.read(header.data(), header.size());
+  check_header(std::string_view(header.data(), static_cast<size_t>(in.gcount())), size, path);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -320,6 +353,8 @@ struct ApiRow {
 class NsysReader {
  public:
   NsysReader(const std::string& path, Trace& trace) : path_(path), db_(path), trace_(trace) {}
+  NsysReader(const std::string& source, InMemory image, Trace& trace)
+      : path_(source), db_(source, image), trace_(trace) {}
 
   void read() {
     static constexpr std::array<std::string_view, 6> kActivityTables = {
@@ -392,10 +427,15 @@ class NsysReader {
   }
 
   // start/end in ns; nullopt for rows without a start. end < start (clipped captures) is clamped.
+  // nsys times are ns on the session's clock, never negative and far below 2^62 ns (146 years): a
+  // row outside that range is corrupt and left out (found by fuzz_nsys_rows: INT64_MIN..INT64_MAX
+  // rows overflowed the step analysis's interval arithmetic); an end past it is clamped.
   static std::optional<std::pair<int64_t, int64_t>> times(const Query& q, int start_col, int end_col) {
+    constexpr int64_t kMaxTimeNs = int64_t{1} << 62;
     if (q.is_null(start_col)) return std::nullopt;
     const int64_t start = q.int64(start_col);
-    const int64_t end = std::max(start, q.int64(end_col, start));
+    if (start < 0 || start > kMaxTimeNs) return std::nullopt;
+    const int64_t end = std::clamp(q.int64(end_col, start), start, kMaxTimeNs);
     return std::make_pair(start, end);
   }
 
@@ -419,7 +459,12 @@ class NsysReader {
         const auto t = times(q, 0, 1);
         if (!t) continue;
         ApiRow row{t->first, t->second, q.int64(2, 0), q.int64(3, 0), name_at(q, 4)};
-        if (row.name.empty()) row.name = name_at(q, 5);
+        int name_column = 4;
+        if (row.name.empty()) row.name = name_at(q, name_column = 5);
+        // Inline text points into the statement's current row, which the next step frees: the
+        // rows kept past this loop refer to the trace's name table instead (stable storage; ids
+        // already point into strings_, which lives as long as the reader).
+        if (!q.maybe_int64(name_column) && !row.name.empty()) row.name = trace_.names.view(trace_.names.intern(row.name));
         if (default_pid_ == 0 && row.global_tid != 0) default_pid_ = pid_of(row.global_tid);
         if (row.correlation_id > 0) {
           const uint64_t key = (static_cast<uint64_t>(row.global_tid) * 0x9E3779B97F4A7C15ull) ^
@@ -545,9 +590,10 @@ class NsysReader {
         const int64_t type = q.int64(2);
         if (type != kPushPopRange && type != kStartEndRange) continue;
       }
+      const auto t = times(q, 0, 1);
+      if (!t) continue;
       std::string_view text = q.text(3);
       if (text.empty()) text = name_at(q, 4);
-      const auto t = times(q, 0, 1);
       Event& e = trace_.add(EventKind::kRange, text, t->first, t->second);
       e.thread = tid_of(q.int64(5, 0));
     }
@@ -614,6 +660,16 @@ Trace import_nsys_sqlite(const std::string& path) {
   trace.source = path;
   trace.format = "nsys";
   NsysReader reader(path, trace);
+  reader.read();
+  return trace;
+}
+
+Trace import_nsys_sqlite_bytes(std::string_view image, const std::string& source) {
+  check_header(image.substr(0, 100), image.size(), source);
+  Trace trace;
+  trace.source = source;
+  trace.format = "nsys";
+  NsysReader reader(source, InMemory{image}, trace);
   reader.read();
   return trace;
 }

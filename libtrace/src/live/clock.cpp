@@ -20,6 +20,7 @@ std::string_view to_string(LossKind kind) {
     case LossKind::kNameTableFull: return "name_table_full";
     case LossKind::kUnpairedRange: return "unpaired_range";
     case LossKind::kRetentionCap: return "retention_cap";
+    case LossKind::kBuffersAbandoned: return "buffers_abandoned";
     default: return "unknown";
   }
 }

@@ -24,9 +24,15 @@ enum class LossKind : uint8_t {
   kNameTableFull,        // the interned-name cap was reached
   kUnpairedRange,        // an NVTX pop/end without its push/start
   kRetentionCap,         // events evicted unjudged because the retained window hit the memory cap
+  kBuffersAbandoned,     // activity buffers still inside CUPTI at shutdown (final flush hung/skipped)
   kCount_,
 };
 std::string_view to_string(LossKind kind);
+// Buffer-pool kinds count activity buffers, not records: the records a refused buffer would have
+// held reach us as CUPTI's dropped count, so adding the two would count them twice.
+inline bool counts_buffers(LossKind kind) {
+  return kind == LossKind::kBufferPoolExhausted || kind == LossKind::kBuffersAbandoned;
+}
 
 class EventSink {
  public:

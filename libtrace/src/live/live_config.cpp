@@ -32,6 +32,15 @@ const std::vector<EnvVarDoc> kDocs = {
     {"STEPWATCH_CUPTI_BUFFER_KB", "4096", "size of one CUPTI activity buffer"},
     {"STEPWATCH_CUPTI_MAX_BUFFERS", "64", "cap on CUPTI activity buffers held at once"},
     {"STEPWATCH_CUPTI_PATH", "", "explicit path of libcupti.so.13 (default: the loader's search, then the CUDA toolkit)"},
+    {"STEPWATCH_HOST_SAMPLE_HZ", "0", "rate of the /proc sampler of the launching thread's state (blocked in "
+                                      "read/poll/futex… while the GPU idles = input wait); 0 = off, at most 200"},
+    {"STEPWATCH_NVML", "1", "0 turns off NVML sampling (SM clock, temperature, power, clock event reasons at "
+                            "10 Hz: the throttle detector's confirming evidence)"},
+    {"STEPWATCH_NVML_PATH", "libnvidia-ml.so.1", "the NVML library to load"},
+    {"STEPWATCH_METRICS_PORT", "", "serve Prometheus metrics on this port + LOCAL_RANK at /metrics (unset: no endpoint)"},
+    {"STEPWATCH_METRICS_ADDR", "127.0.0.1", "address the metrics endpoint binds (0.0.0.0 exposes it to the network)"},
+    {"STEPWATCH_METRICS_TEXTFILE", "", "write metrics for node_exporter's textfile collector: X.prom becomes X.rank<R>.prom"},
+    {"STEPWATCH_METRICS_INTERVAL_S", "15", "how often the metrics textfile is rewritten (1-3600 s; also at exit)"},
 };
 
 class Reader {
@@ -145,6 +154,27 @@ LiveConfig read_live_config(const std::function<const char*(const char*)>& geten
     }
   }
   if (const char* v = r.raw("STEPWATCH_CUPTI_PATH")) c.cupti_path = v;
+  if (const char* v = r.raw("STEPWATCH_HOST_SAMPLE_HZ")) {
+    int hz = 0;
+    const char* end = v + std::strlen(v);
+    auto [ptr, ec] = std::from_chars(v, end, hz);
+    if (ec == std::errc::result_out_of_range || (ec == std::errc() && ptr == end && hz > 200)) {
+      problems.push_back(std::string("STEPWATCH_HOST_SAMPLE_HZ=") + v + ": above 200; using 200");
+      c.host_sample_hz = 200;
+    } else if (ec != std::errc() || ptr != end || hz < 0) {
+      problems.push_back(std::string("STEPWATCH_HOST_SAMPLE_HZ=") + v + ": not a rate in 0..200; using 0 (off)");
+    } else {
+      c.host_sample_hz = hz;
+    }
+  }
+  if (const char* v = r.raw("STEPWATCH_NVML")) {
+    const std::string s(v);
+    if (s == "0" || s == "false" || s == "off" || s == "no") c.nvml = false;
+    else if (!(s == "1" || s == "true" || s == "on" || s == "yes"))
+      problems.push_back("STEPWATCH_NVML=" + s + ": expected 0 or 1; using 1");
+  }
+  if (const char* v = r.raw("STEPWATCH_NVML_PATH")) c.nvml_path = v;
+  if (const char* v = r.raw("CUDA_VISIBLE_DEVICES")) c.visible_devices = v;
 
   r.pattern("STEPWATCH_STEP_PATTERN", c.analysis.step_pattern);
   r.pattern("STEPWATCH_DATA_PATTERN", c.analysis.data_pattern);
@@ -183,6 +213,21 @@ LiveConfig read_live_config(const std::function<const char*(const char*)>& geten
     }
     problems.push_back(std::string(name) + "=" + v + ": not a rank number; ignored");
   }
+  // The rank on this node: offsets the metrics port so that ranks sharing a node do not collide.
+  for (const char* name : {"LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK"}) {
+    if (r.raw(name) == nullptr) continue;
+    r.integer<int>(name, c.local_rank, 0, 65535);
+    break;
+  }
+  r.integer<int>("STEPWATCH_METRICS_PORT", c.metrics_port, 0, 65535);
+  if (c.metrics_port > 0 && c.metrics_port + c.local_rank > 65535) {
+    problems.push_back("STEPWATCH_METRICS_PORT=" + std::to_string(c.metrics_port) + " + LOCAL_RANK " +
+                       std::to_string(c.local_rank) + " is past 65535; no metrics endpoint");
+    c.metrics_port = 0;
+  }
+  if (const char* v = r.raw("STEPWATCH_METRICS_ADDR")) c.metrics_addr = v;
+  if (const char* v = r.raw("STEPWATCH_METRICS_TEXTFILE")) c.metrics_textfile = v;
+  r.integer<int>("STEPWATCH_METRICS_INTERVAL_S", c.metrics_interval_s, 1, 3600);
   return c;
 }
 

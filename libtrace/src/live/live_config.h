@@ -27,7 +27,17 @@ struct LiveConfig {
   int sustain_min = 3;                     //   >= sustain_min of the last sustain_window judged steps
   int persist_every = 50;                  // STEPWATCH_PERSIST_EVERY: "persists" line every N steps
   std::string cupti_path;                  // STEPWATCH_CUPTI_PATH: an explicit libcupti.so to load
+  int host_sample_hz = 0;                  // STEPWATCH_HOST_SAMPLE_HZ: /proc host-state sampler (0 = off, <= 200)
+  bool nvml = true;                        // STEPWATCH_NVML: 0 = no NVML clock/power sampling
+  std::string nvml_path = "libnvidia-ml.so.1";  // STEPWATCH_NVML_PATH
+  std::string visible_devices;             // CUDA_VISIBLE_DEVICES: the GPUs NVML samples (CUDA order)
   int rank = 0;                            // RANK, LOCAL_RANK, SLURM_PROCID, OMPI_COMM_WORLD_RANK
+  int local_rank = 0;                      // LOCAL_RANK, SLURM_LOCALID, OMPI_COMM_WORLD_LOCAL_RANK
+  // Prometheus metrics, opt-in (live/metrics_exporter.h).
+  int metrics_port = 0;                    // STEPWATCH_METRICS_PORT: 0 = no endpoint; + local_rank
+  std::string metrics_addr = "127.0.0.1";  // STEPWATCH_METRICS_ADDR: the address the endpoint binds
+  std::string metrics_textfile;            // STEPWATCH_METRICS_TEXTFILE: node_exporter textfile (.rank<R>.prom)
+  int metrics_interval_s = 15;             // STEPWATCH_METRICS_INTERVAL_S: textfile rewrite period
   AnalysisConfig analysis;                 // STEPWATCH_STEP_PATTERN, STEPWATCH_DATA_PATTERN,
                                            // STEPWATCH_MIN_PCT, STEPWATCH_MIN_MS, STEPWATCH_DISABLE
 };

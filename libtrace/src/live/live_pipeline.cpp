@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "live/nccl_join.h"
 #include "stepwatch/core/timeline.h"
 #include "stepwatch/detectors/registry.h"
 
@@ -19,9 +20,19 @@ bool by_start(const Event& a, const Event& b) { return a.start_ns < b.start_ns; 
 
 }  // namespace
 
-uint64_t LossCounters::total() const noexcept {
+uint64_t LossCounters::records() const noexcept {
   uint64_t t = 0;
-  for (const auto& c : counts) t += c.load(std::memory_order_relaxed);
+  for (size_t k = 0; k < counts.size(); ++k) {
+    if (!counts_buffers(static_cast<LossKind>(k))) t += counts[k].load(std::memory_order_relaxed);
+  }
+  return t;
+}
+
+uint64_t LossCounters::buffers() const noexcept {
+  uint64_t t = 0;
+  for (size_t k = 0; k < counts.size(); ++k) {
+    if (counts_buffers(static_cast<LossKind>(k))) t += counts[k].load(std::memory_order_relaxed);
+  }
   return t;
 }
 
@@ -129,6 +140,8 @@ void LivePipeline::judge_complete(int64_t limit_ns, bool final_pass) {
   }
   auto slice_end = std::partition(retained_.begin(), retained_.end(),
                                   [&](const Event& e) { return e.start_ns <= slice_end_ns; });
+  // NCCL kernels learn their operation's size from NCCL's NVTX ranges before the analysis.
+  attach_nccl_ranges(std::span<Event>(retained_.data(), static_cast<size_t>(slice_end - retained_.begin())));
   const std::span<const Event> slice(retained_.data(), static_cast<size_t>(slice_end - retained_.begin()));
   const Timeline timeline(slice, names_, config_.analysis);
 
@@ -211,30 +224,38 @@ void LivePipeline::enforce_retention_cap() {
 }
 
 void LivePipeline::report_losses(int64_t step) {
-  const uint64_t total = losses_.total();
-  if (total == losses_reported_) return;
+  const uint64_t records = losses_.records();
+  const uint64_t buffers = losses_.buffers();
+  if (records == records_reported_ && buffers == buffers_reported_) return;
   Finding f;
   f.detector = "data_loss";
   f.rank = config_.rank;
   f.step = step;
   f.severity = Severity::kWarning;
   std::string kinds;
+  std::string buffer_kinds;
   for (size_t k = 0; k < losses_.counts.size(); ++k) {
     const uint64_t n = losses_.counts[k].load(std::memory_order_relaxed);
     if (n == 0) continue;
     const std::string_view name = to_string(static_cast<LossKind>(k));
-    kinds += (kinds.empty() ? "" : ", ") + std::string(name) + " " + std::to_string(n);
+    std::string& list = counts_buffers(static_cast<LossKind>(k)) ? buffer_kinds : kinds;
+    list += (list.empty() ? "" : ", ") + std::string(name) + " " + std::to_string(n);
     f.with(std::string(name), static_cast<int64_t>(n));
   }
   const uint64_t unpaired = losses_.counts[static_cast<size_t>(LossKind::kUnpairedRange)].load();
-  const bool only_unpaired = unpaired == total;
-  f.message = std::to_string(total - losses_reported_) + " trace records lost since the last report (" +
-              std::to_string(total) + " in all: " + kinds + "): findings on recent steps may miss activity. " +
+  const bool only_unpaired = unpaired == records && buffers == 0;
+  f.message = std::to_string(records - records_reported_) + " trace records lost since the last report (" +
+              std::to_string(records) + " in all" + (kinds.empty() ? "" : ": " + kinds) + ")" +
+              (buffers == 0 ? "" : "; activity buffers: " + buffer_kinds) +
+              ": findings on recent steps may miss activity. " +
               (only_unpaired ? "Fix: pair every NVTX push/start and stepwatch_phase_push with its pop/end."
                              : "Fix: raise STEPWATCH_CUPTI_BUFFER_KB / STEPWATCH_CUPTI_MAX_BUFFERS / "
                                "STEPWATCH_MEMORY_MB, or flush more often (STEPWATCH_FLUSH_MS).");
-  f.with("lost", static_cast<int64_t>(total - losses_reported_)).with("lost_total", static_cast<int64_t>(total));
-  losses_reported_ = total;
+  f.with("lost", static_cast<int64_t>(records - records_reported_))
+      .with("lost_total", static_cast<int64_t>(records))
+      .with("buffers_total", static_cast<int64_t>(buffers));
+  records_reported_ = records;
+  buffers_reported_ = buffers;
   reporter_.on_run_finding(f);
 }
 

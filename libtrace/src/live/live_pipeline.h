@@ -28,7 +28,9 @@ struct LossCounters {
   void add(LossKind kind, uint64_t n) noexcept {
     counts[static_cast<size_t>(kind)].fetch_add(n, std::memory_order_relaxed);
   }
-  uint64_t total() const noexcept;
+  uint64_t records() const noexcept;  // lost trace records (every kind but the buffer counts)
+  uint64_t buffers() const noexcept;  // activity buffers refused or abandoned (see counts_buffers)
+  uint64_t total() const noexcept { return records() + buffers(); }  // changes when anything is lost
 };
 
 class LivePipeline {
@@ -88,7 +90,8 @@ class LivePipeline {
   int64_t ordinal_ = 0;
   std::optional<StepView> last_step_;
   int last_step_findings_ = 0;
-  uint64_t losses_reported_ = 0;
+  uint64_t records_reported_ = 0;  // loss totals already reported by a data_loss finding
+  uint64_t buffers_reported_ = 0;
 };
 
 }  // namespace stepwatch::live

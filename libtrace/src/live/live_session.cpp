@@ -1,6 +1,7 @@
 #include "live/live_session.h"
 
 #include <pthread.h>
+#include <signal.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -14,6 +15,7 @@
 #include <spdlog/logger.h>
 
 #include "live/cupti_adapter.h"
+#include "live/quiet_thread.h"
 
 namespace stepwatch::live {
 namespace {
@@ -101,8 +103,20 @@ LiveSession::LiveSession(const LiveConfig& config, const std::vector<std::string
       config_.output_dir + "/rank" + std::to_string(config_.rank) + "-pid" + std::to_string(::getpid());
   outputs_ = std::make_unique<RunOutputs>(config_, run_dir, *log_, names_);
   pipeline_ = std::make_unique<LivePipeline>(config_, names_, losses_, *outputs_);
+  if (config_.metrics_port > 0 || !config_.metrics_textfile.empty()) {
+    metrics_ = std::make_unique<MetricsExporter>(config_, *log_);
+  }
   step_name_ = names_.intern("step");
-  thread_ = std::thread([this] { analysis_loop(); });
+  // With every signal blocked: the host's process-directed signals (SIGTERM from torchrun/slurm,
+  // SIGINT, SIGCHLD) must reach the host's own threads.
+  thread_ = spawn_quiet_thread([this] { analysis_loop(); });
+  if (config_.host_sample_hz > 0) {
+    // The thread that starts stepwatch is the first launcher we know (InitializeInjection runs on
+    // the thread of the first CUDA call); step_begin moves the sampler to the thread marking steps.
+    host_sampler_ = std::make_unique<HostSampler>(*this, config_.host_sample_hz);
+    host_sampler_->set_target(HostThread::current());
+    host_sampler_->start();
+  }
 }
 
 LiveSession::~LiveSession() {
@@ -160,6 +174,13 @@ void LiveSession::start_gpu_tracing() noexcept {
     const CuptiState state = start_cupti(config_.cupti_path, options, *this, detail);
     if (state == CuptiState::kActive) {
       gpu_traced_.store(true);
+      if (config_.nvml && !nvml_) {
+        // NVML loads on the sampler's own thread: nothing here blocks the application's first CUDA call.
+        nvml_ = std::make_unique<NvmlSampler>(
+            *this, NvmlSamplerOptions{config_.nvml_path, 10, config_.visible_devices},
+            [this](std::string_view line) { log_->info(std::string(line)); });
+        nvml_->start();
+      }
       log_->info(std::string("active: stepwatch ") + STEPWATCH_VERSION + "; " + detail + "; outputs in " +
                  outputs_->run_dir() + "/");
     } else {
@@ -177,12 +198,16 @@ void LiveSession::disable_in_child() noexcept {
   disabled_.store(true);
   shut_down_.store(true);  // the child's atexit must not touch the parent's threads
   CuptiAdapter::instance().disable_in_child();
+  if (metrics_) metrics_->close_in_child();
 }
 
 void LiveSession::shutdown() noexcept {
   if (shut_down_.exchange(true)) return;
   try {
     if (gpu_traced_.load()) CuptiAdapter::instance().shutdown(/*timeout_ms=*/2000);
+    // The samplers' last ranges and samples reach the final pass.
+    if (host_sampler_) host_sampler_->stop();
+    if (nvml_) nvml_->stop();
     if (!thread_.joinable()) return;
     std::unique_lock<std::mutex> lock(loop_mu_);
     stop_ = true;
@@ -191,6 +216,8 @@ void LiveSession::shutdown() noexcept {
     if (done_cv_.wait_for(lock, std::chrono::seconds(10), [&] { return finished_; })) {
       lock.unlock();
       thread_.join();
+      // After the final pass published the last snapshot and wrote the textfile.
+      if (metrics_) metrics_->stop();
     } else {
       lock.unlock();
       thread_.detach();
@@ -291,6 +318,12 @@ void LiveSession::analysis_cycle(bool final_pass, bool exact_watermark) {
     o.cupti_overhead_ns = st.cupti_overhead_ns;
     outputs_->write_exit_summary(losses, o);
   }
+  if (metrics_ && metrics_->enabled()) {
+    std::vector<uint64_t> losses;
+    for (const auto& c : losses_.counts) losses.push_back(c.load());
+    outputs_->metrics().set_losses(losses);
+    metrics_->publish(outputs_->metrics().snapshot(), now_ns(), final_pass);
+  }
   outputs_->flush();
 }
 
@@ -319,6 +352,7 @@ int LiveSession::step_begin(int64_t step) noexcept {
     // A begin without an end ends the previous step.
     if (step_open_) submit(step_event(EventKind::kRange, step_start_ns_, t));
     step_number_ = step >= 0 ? step : next_auto_step_;
+    if (host_sampler_) host_sampler_->set_target(HostThread::current());  // the step-marking thread
     next_auto_step_ = step_number_ + 1;
     step_open_ = true;
     step_start_ns_ = t;

@@ -18,9 +18,12 @@
 
 #include "live/event_queue.h"
 #include "live/event_sink.h"
+#include "live/host_sampler.h"
 #include "live/live_config.h"
 #include "live/live_pipeline.h"
 #include "live/log_reporter.h"
+#include "live/nvml_sampler.h"
+#include "live/metrics_exporter.h"
 #include "live/run_outputs.h"
 #include "stepwatch/stepwatch.h"
 
@@ -64,6 +67,8 @@ class LiveSession final : public EventSink {
 
   const LiveConfig& config() const { return config_; }
   const std::string& run_dir() const { return outputs_->run_dir(); }
+  // The metrics endpoint's bound port; 0 when not serving.
+  int metrics_port() const { return metrics_ ? metrics_->port() : 0; }
 
  private:
   LiveSession(const LiveConfig& config, const std::vector<std::string>& problems, const std::string& log_path);
@@ -80,6 +85,9 @@ class LiveSession final : public EventSink {
   std::unique_ptr<LogReporter> log_;
   std::unique_ptr<RunOutputs> outputs_;
   std::unique_ptr<LivePipeline> pipeline_;  // analysis thread only
+  std::unique_ptr<HostSampler> host_sampler_;  // null unless STEPWATCH_HOST_SAMPLE_HZ > 0
+  std::unique_ptr<NvmlSampler> nvml_;          // null unless GPU tracing started and STEPWATCH_NVML
+  std::unique_ptr<MetricsExporter> metrics_;  // null unless STEPWATCH_METRICS_PORT/_TEXTFILE
 
   std::atomic<bool> disabled_{false};
   std::atomic<bool> gpu_traced_{false};

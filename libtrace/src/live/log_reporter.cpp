@@ -46,6 +46,9 @@ void LogReporter::info(const std::string& line) {
 void LogReporter::warn(const std::string& line) {
   logger_->warn("[stepwatch][rank {}] {}", config_.rank, line);
 }
+void LogReporter::step_line(int64_t step, bool warning, const std::string& line) {
+  logger_->log(warning ? spdlog::level::warn : spdlog::level::info, "{}{}", prefix(step), line);
+}
 void LogReporter::flush() { logger_->flush(); }
 
 void LogReporter::on_step(const StepView& step, bool judged, std::span<const Finding> findings) {

@@ -34,6 +34,9 @@ class LogReporter {
   void on_run_finding(const Finding& finding);
   void info(const std::string& line);   // "[stepwatch][rank R] " + line
   void warn(const std::string& line);
+  // "[stepwatch][rank R][step N] " + line, at warn or info level (lines about one step that are
+  // not detector findings: the individual score).
+  void step_line(int64_t step, bool warning, const std::string& line);
   void flush();
 
  private:

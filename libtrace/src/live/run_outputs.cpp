@@ -11,7 +11,12 @@ namespace stepwatch::live {
 namespace fs = std::filesystem;
 
 RunOutputs::RunOutputs(const LiveConfig& config, std::string run_dir, LogReporter& log, const NameTable& names)
-    : config_(config), run_dir_(std::move(run_dir)), log_(log), names_(names) {}
+    : config_(config),
+      run_dir_(std::move(run_dir)),
+      log_(log),
+      names_(names),
+      metrics_(config.rank, STEPWATCH_VERSION),
+      individual_(config.sustain_min, config.sustain_window) {}
 
 RunOutputs::~RunOutputs() {
   if (steps_) std::fclose(steps_);
@@ -56,10 +61,18 @@ void RunOutputs::on_step(const StepView& step, StepStatus status, std::span<cons
   if (status != StepStatus::kUntraced) append(steps_, "steps.jsonl", jsonl_step(step));
   for (const Finding& f : findings) append(findings_, "findings.jsonl", jsonl_finding(f));
   log_.on_step(step, status == StepStatus::kJudged, findings);
+  metrics_.add_step(step, status, findings);
+  if (status != StepStatus::kWarmup) {
+    for (const IndividualScore::LogLine& line : individual_.on_step(step, status == StepStatus::kJudged)) {
+      log_.step_line(step.step, line.degraded, line.text);
+    }
+    metrics_.set_individual_scores(individual_.step_time_score(), individual_.collective_wait_score());
+  }
 }
 
 void RunOutputs::on_run_finding(const Finding& finding) {
   stats_.add_run_finding(finding);
+  metrics_.add_run_finding(finding);
   append(findings_, "findings.jsonl", jsonl_finding(finding));
   log_.on_run_finding(finding);
 }

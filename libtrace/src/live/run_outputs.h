@@ -7,9 +7,11 @@
 #include <memory>
 #include <string>
 
+#include "live/individual_score.h"
 #include "live/live_config.h"
 #include "live/live_reporter.h"
 #include "live/log_reporter.h"
+#include "live/run_metrics.h"
 #include "live/run_stats.h"
 
 namespace stepwatch::live {
@@ -31,6 +33,8 @@ class RunOutputs final : public LiveReporter {
   void flush();
   const std::string& run_dir() const { return run_dir_; }
   int dumps_written() const { return dumps_written_; }
+  // The fleet metrics (live/metrics_exporter.h publishes them), including the individual score.
+  RunMetrics& metrics() { return metrics_; }
 
  private:
   bool ensure_dir();
@@ -41,6 +45,8 @@ class RunOutputs final : public LiveReporter {
   LogReporter& log_;
   const NameTable& names_;
   RunStats stats_;
+  RunMetrics metrics_;
+  IndividualScore individual_;
   std::FILE* steps_ = nullptr;
   std::FILE* findings_ = nullptr;
   bool dir_ok_ = false, dir_failed_ = false;

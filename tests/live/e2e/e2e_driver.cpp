@@ -6,12 +6,25 @@
 // records as real CUPTI record structs delivered through the fake's buffer callbacks once they
 // have "happened". It exits normally (atexit: the exit summary) unless told otherwise.
 //
-//   stepwatch_e2e_driver INJECT_SO FAKE_CUPTI_SO SCENARIO STEPS [normal|_exit|fork|fatal|conflict|pool]
+//   stepwatch_e2e_driver INJECT_SO FAKE_CUPTI_SO SCENARIO STEPS
+//                        [normal|_exit|fork|fatal|conflict|pool|sigterm|sigterm_exit|storm]
+//
+// sigterm / sigterm_exit: half-way, CUPTI's flush hangs (the fake blocks cuptiActivityFlushAll,
+// with a buffer of records still inside "CUPTI") and SIGTERM arrives while stepwatch_flush waits
+// in it — what torchrun/slurm do to a job. `sigterm` keeps the default disposition (the process
+// must die by the signal at once); `sigterm_exit` installs a host handler that calls exit(143)
+// (stepwatch's atexit path must still write the exit summary, bounded, and report the loss).
+// storm: after the loop, 64 host threads launch at once through the fake's callback path and
+// buffers, with a pool far smaller than the demand; prints what it produced and dropped.
 #include <dlfcn.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <barrier>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -136,6 +149,125 @@ struct Delivery {
   }
 };
 
+// ---- SIGTERM during a flush -----------------------------------------------------------------
+
+extern "C" void exit_on_sigterm(int) {
+  // What many hosts do (C++ trainers, launchers): leave through exit() so that atexit runs.
+  std::exit(143);
+}
+
+// Makes CUPTI's flush hang with records still inside it, then sends SIGTERM to the process from a
+// helper thread as soon as a flush is stuck, while the calling thread is inside stepwatch_flush.
+void sigterm_during_a_flush(const FakeCuptiControl* fake, int (*flush)(), bool host_handler) {
+  if (host_handler) {
+    struct sigaction sa {};
+    sa.sa_handler = &exit_on_sigterm;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, nullptr);
+  }
+  // First an ordinary flush, which returns once the analysis thread has judged and written the
+  // steps so far: what was written before the signal is then known, not a race with its cadence.
+  flush();
+  // A buffer CUPTI holds and would hand back inside the next flush: the records that are lost.
+  uint8_t* held = nullptr;
+  size_t cap = 0;
+  if (fake->request_buffer(&held, &cap) == 1 && held != nullptr) {
+    const uint64_t t = static_cast<uint64_t>(now_ns());
+    const size_t used = fake->append_kernel(held, cap, 0, "held_by_cupti", t, t + 1000, 0, 0, 7);
+    fake->complete_on_next_flush(held, used);
+  }
+  fake->set_flush_blocks(1);
+  // The helper blocks SIGTERM itself, so the signal goes to a thread that takes it as the host
+  // would: the main thread, stuck in our flush.
+  sigset_t term;
+  sigemptyset(&term);
+  sigaddset(&term, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &term, nullptr);
+  std::thread killer([fake] {
+    while (fake->flushes_blocked() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    kill(getpid(), SIGTERM);
+  });
+  pthread_sigmask(SIG_UNBLOCK, &term, nullptr);
+  std::printf("sigterm: flushing\n");
+  std::fflush(stdout);
+  flush();  // never returns: the signal ends the process in here
+  killer.join();
+  std::printf("sigterm: survived the signal (wrong)\n");
+  std::exit(5);
+}
+
+// ---- 64-thread launch storm -------------------------------------------------------------------
+
+constexpr int kStormThreads = 64;
+constexpr int kStormLaunchesPerThread = 1500;
+
+// Every thread launches kStormLaunchesPerThread kernels: the runtime callback (enter/exit) and a
+// kernel record in an activity buffer from the adapter's pool, as CUPTI would. All threads take
+// their first buffer at the same moment and hold it until every thread has asked, so a pool
+// smaller than 64 refuses some; a thread without a buffer loses its records, which CUPTI counts
+// (cuptiActivityGetNumDroppedRecords). Returns the records dropped that way.
+struct StormResult {
+  uint64_t produced = 0;
+  uint64_t dropped_by_cupti = 0;
+  uint64_t refused_requests = 0;
+};
+
+StormResult launch_storm(const FakeCuptiControl* fake) {
+  std::atomic<uint64_t> dropped{0}, refused{0};
+  std::barrier first_buffer(kStormThreads);
+  const int64_t base = now_ns();
+  std::vector<std::thread> threads;
+  for (int j = 0; j < kStormThreads; ++j) {
+    threads.emplace_back([&, j] {
+      uint8_t* buf = nullptr;
+      size_t cap = 0, off = 0;
+      uint64_t lost = 0, refusals = 0;
+      auto take = [&] {
+        if (fake->request_buffer(&buf, &cap) != 1 || buf == nullptr) {
+          buf = nullptr;
+          ++refusals;
+        }
+        off = 0;
+      };
+      first_buffer.arrive_and_wait();
+      take();
+      first_buffer.arrive_and_wait();
+      for (int k = 0; k < kStormLaunchesPerThread; ++k) {
+        const auto corr = static_cast<uint32_t>(1'000'000 + j * kStormLaunchesPerThread + k);
+        fake->fire_callback(2, 211, 0, corr, nullptr);  // cudaLaunchKernel enter
+        fake->fire_callback(2, 211, 1, corr, nullptr);  // exit
+        const auto t = static_cast<uint64_t>(base + (int64_t(j) * kStormLaunchesPerThread + k) * 100);
+        if (buf == nullptr) take();
+        if (buf == nullptr) {
+          ++lost;
+          continue;
+        }
+        size_t next = fake->append_kernel(buf, cap, off, "storm_kernel", t, t + 50, corr, 0, 100 + j);
+        if (next == 0) {  // full: hand it back, take the next
+          fake->complete_buffer(buf, off);
+          take();
+          if (buf == nullptr) {
+            ++lost;
+            continue;
+          }
+          next = fake->append_kernel(buf, cap, off, "storm_kernel", t, t + 50, corr, 0, 100 + j);
+        }
+        off = next;
+      }
+      if (buf != nullptr) fake->complete_buffer(buf, off);
+      dropped += lost;
+      refused += refusals;
+    });
+  }
+  for (auto& t : threads) t.join();
+  StormResult r;
+  r.produced = uint64_t{kStormThreads} * kStormLaunchesPerThread;
+  r.dropped_by_cupti = dropped.load();
+  r.refused_requests = refused.load();
+  return r;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -242,6 +374,9 @@ int main(int argc, char** argv) {
           waitpid(pid, &status, 0);
           std::printf("fork child exit %d\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
         }
+        if ((mode == "sigterm" || mode == "sigterm_exit") && steps_done == steps / 2) {
+          sigterm_during_a_flush(fake, flush, mode == "sigterm_exit");
+        }
         break;
       case 2: phase_push(a.name.c_str()); break;
       case 3: phase_pop(); break;
@@ -249,6 +384,14 @@ int main(int argc, char** argv) {
   }
   if (!d.pending.empty()) sleep_until_ns(d.pending.back()->end_ns + d.shift_ns);
   d.deliver_until(now_ns());
+  if (mode == "storm") {
+    const StormResult r = launch_storm(fake);
+    // What CUPTI would report: the records it could not store for want of a buffer.
+    fake->set_dropped(r.dropped_by_cupti);
+    std::printf("storm: produced %llu dropped_by_cupti %llu refused_requests %llu\n",
+                static_cast<unsigned long long>(r.produced), static_cast<unsigned long long>(r.dropped_by_cupti),
+                static_cast<unsigned long long>(r.refused_requests));
+  }
   flush();
   std::fflush(stdout);
   if (mode == "_exit") _exit(0);  // no atexit: outputs written so far must still be valid

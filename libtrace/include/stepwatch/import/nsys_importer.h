@@ -25,4 +25,8 @@ bool has_sqlite_magic(std::string_view bytes);
 // missing, unreadable, truncated or corrupt files, and for SQLite files that are no nsys export.
 Trace import_nsys_sqlite(const std::string& path);
 
+// The same on a database image in memory (the bytes of an export; copied, never written back).
+// `source` names the input in errors. Used by the fuzzers; same errors as above.
+Trace import_nsys_sqlite_bytes(std::string_view image, const std::string& source);
+
 }  // namespace stepwatch
