@@ -609,10 +609,69 @@ def selftest(args):
         if rep["ok"] or ("fault-" + bad) not in rep["failures"]:
             failures.append("a fake %s run that breaks its assertion was not reported as failed" % bad)
         failures += ["failing set: " + x for x in check_schema(rep)]
+    good_metrics = ("# TYPE stepwatch_steps_total counter\nstepwatch_steps_total{rank=\"0\"} 60\n"
+                    "# TYPE stepwatch_step_seconds histogram\n"
+                    "stepwatch_step_seconds_bucket{rank=\"0\",le=\"+Inf\"} 60\n"
+                    "stepwatch_step_seconds_sum{rank=\"0\"} 3.0\nstepwatch_step_seconds_count{rank=\"0\"} 60\n"
+                    "# TYPE stepwatch_gpu_duty_cycle gauge\nstepwatch_gpu_duty_cycle{rank=\"0\"} 0.97\n")
+    if metrics_problems(good_metrics):
+        failures.append("a valid metrics exposition was refused: %s" % metrics_problems(good_metrics))
+    for broken in (good_metrics.replace("} 60\n", "} sixty\n", 1), good_metrics.split("# TYPE stepwatch_gpu_duty_cycle")[0]):
+        if not metrics_problems(broken):
+            failures.append("a broken metrics exposition was accepted: %r" % broken[:80])
     for x in failures:
         print("selftest: " + x, file=sys.stderr)
     print("gpu_results.py selftest: %s" % ("ok" if not failures else "FAILED"))
     return 1 if failures else 0
+
+
+def metrics_problems(text):
+    """Problems with a Prometheus text exposition of stepwatch's metrics ([] when it is valid and
+    holds the steps). prometheus_client's own parser when installed, else a line-format check."""
+    import re
+    samples = {}
+    try:
+        from prometheus_client.parser import text_string_to_metric_families
+        try:
+            for family in text_string_to_metric_families(text):
+                for sample in family.samples:
+                    samples.setdefault(sample.name, []).append(sample.value)
+        except Exception as err:  # the parser's verdict on an invalid exposition
+            return ["not a valid exposition: %s" % err]
+    except ImportError:
+        line_re = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (\S+)( \d+)?$')
+        for line in text.splitlines():
+            if not line or line.startswith("#"):
+                continue
+            m = line_re.match(line)
+            if not m:
+                return ["not a valid exposition line: %r" % line]
+            try:
+                samples.setdefault(m.group(1), []).append(float(m.group(3)))
+            except ValueError:
+                return ["not a number in %r" % line]
+    problems = []
+    for name in ("stepwatch_steps_total", "stepwatch_step_seconds_count", "stepwatch_gpu_duty_cycle"):
+        if name not in samples:
+            problems.append("missing " + name)
+    if samples.get("stepwatch_steps_total") and max(samples["stepwatch_steps_total"]) <= 0:
+        problems.append("stepwatch_steps_total is 0")
+    return problems
+
+
+def check_metrics_cmd(args):
+    try:
+        with open(args.path, encoding="utf-8") as f:
+            text = f.read()
+    except OSError as err:
+        print("cannot read %s: %s" % (args.path, err))
+        return 1
+    problems = metrics_problems(text)
+    if problems:
+        print("; ".join(problems))
+        return 1
+    print("valid exposition, %d lines" % len(text.splitlines()))
+    return 0
 
 
 def main():
@@ -652,6 +711,9 @@ def main():
     c = sub.add_parser("check")
     c.add_argument("--json", required=True)
 
+    m = sub.add_parser("check-metrics")
+    m.add_argument("path")
+
     s = sub.add_parser("selftest")
     s.add_argument("--work", required=True)
 
@@ -664,6 +726,8 @@ def main():
         return fake_run(args)
     if args.cmd == "check":
         return check_cmd(args)
+    if args.cmd == "check-metrics":
+        return check_metrics_cmd(args)
     return selftest(args)
 
 

@@ -108,6 +108,7 @@ fault_loop=$build/bin/fault_loop
 cli=$build/bin/stepwatch
 fallback_dir=$build/lib/cuda-fallback
 faults=(none starvation item-sync pageable exposed-comm launch-bound)
+run_env_extra=()  # extra environment for the injected runs of one section
 declare -A expected=([none]=none-clean [starvation]=input_starvation [item-sync]=hidden_sync [pageable]=hidden_sync
                      [exposed-comm]=exposed_collective [launch-bound]=launch_bound)
 # Libraries the GPU machine provides (driver, CUDA runtime, NCCL): not required to resolve in a dry run.
@@ -304,6 +305,7 @@ run_one() {
   local envs=(LD_LIBRARY_PATH="$(ld_path)")
   if [ "$injected" = 1 ]; then
     envs+=(CUDA_INJECTION64_PATH="$lib" NVTX_INJECTION64_PATH="$lib" STEPWATCH_OUTPUT_DIR="$dir/sw")
+    envs+=("${run_env_extra[@]}")
   fi
   left=$(( $(remaining_s) + 15 ))
   (( tmo > left )) && tmo=$left
@@ -374,6 +376,31 @@ for f in "${faults[@]}"; do
       --fault exposed-comm --comm standin --steps "$steps" "${iters_arg[@]}"
   fi
 done
+
+# The live extras on a real GPU: NVML sampling starts (the throttle detector's confirming evidence),
+# the host-state sampler runs, and the metrics textfile holds a valid exposition; the healthy loop
+# stays silent with all of them on.
+if selected extras; then
+  section "live extras (NVML sampling, host sampler, metrics textfile)"
+  run_env_extra=(STEPWATCH_HOST_SAMPLE_HZ=100 STEPWATCH_METRICS_TEXTFILE="$work/runs/extras-none/metrics.prom")
+  run_steps=$steps run_one "extras-none" fault none 1 none-clean 60 -- --fault none --steps "$steps" "${iters_arg[@]}"
+  run_env_extra=()
+  prom=$work/runs/extras-none/metrics.rank0.prom
+  if [ "$dry" = 1 ]; then
+    echo "  would check: the job log says 'NVML: sampling ...'; $prom parses as Prometheus text with stepwatch_steps_total > 0"
+  elif [ "$last_rc" = 0 ]; then
+    if grep -q "NVML: sampling" "$last_dir/stderr.txt"; then
+      echo "  NVML: $(grep -o 'NVML: sampling.*' "$last_dir/stderr.txt" | head -1)"
+    else
+      problem "NVML sampling did not start on the GPU: $(grep -o 'NVML: .*' "$last_dir/stderr.txt" | head -1)"
+    fi
+    if msg=$(python3 "$results_py" check-metrics "$prom" 2>&1); then
+      echo "  metrics textfile: $msg"
+    else
+      problem "metrics textfile: $msg"
+    fi
+  fi
+fi
 
 if [ "$do_overhead" = 1 ]; then
   section "overhead ($overhead_steps steps, $repeats× without and with injection, interleaved)"
