@@ -77,7 +77,10 @@ class Subject {
     std::unique_lock lock(mu_);
     cv_.wait(lock, [&] { return ready_; });
   }
-  ~Subject() { thread_.join(); }
+  ~Subject() { join(); }
+  void join() {
+    if (thread_.joinable()) thread_.join();
+  }
   HostThread ids() const { return ids_; }
 
  private:
@@ -119,6 +122,7 @@ TEST(HostSamplerLive, AThreadBlockedInReadOnAPipeIsSampledAsOsrtRead) {
   HostSampler sampler(sink, 200);
   const auto ranges = sample_ranges(sink, sampler, reader.ids());
   ASSERT_EQ(::write(fds[1], "x", 1), 1);
+  reader.join();  // before the pipe closes: the reader's read() must be over
   EXPECT_EQ(ranges.size(), 1u);
   EXPECT_EQ(ranges.count("osrt:read"), 1u);
   // The whole wait is one range: 20 samples, first to last.

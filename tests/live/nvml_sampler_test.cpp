@@ -39,6 +39,8 @@ struct FakeNvml {
   void fail_init(int r) const { fn<void (*)(int)>("fake_nvml_fail_init")(r); }
   void fail_clock(int r) const { fn<void (*)(int)>("fake_nvml_fail_clock")(r); }
   int shutdowns() const { return fn<int (*)()>("fake_nvml_shutdowns")(); }
+  void hang_clock(bool on) const { fn<void (*)(int)>("fake_nvml_hang_clock")(on ? 1 : 0); }
+  bool in_hung_clock() const { return fn<int (*)()>("fake_nvml_in_hung_clock")() != 0; }
 };
 
 struct Lines {
@@ -123,6 +125,28 @@ TEST(NvmlSampler, AMissingLibraryIsOneLineAndOff) {
   ASSERT_EQ(l.size(), 1u);
   EXPECT_NE(l[0].find("cannot load /nonexistent/libnvidia-ml.so.1"), std::string::npos) << l[0];
   EXPECT_NE(l[0].find("evidence for throttle is off"), std::string::npos) << l[0];
+}
+
+// An NVML call stuck in the driver must not hang the host's exit: stop() gives up on the thread
+// after its bound and leaves it (and what it uses) alone; once the call returns, it leaves.
+TEST(NvmlSampler, AStuckNvmlCallDoesNotHoldUpStop) {
+  const FakeNvml fake;
+  fake.reset(1980);
+  RecordingSink sink;
+  Lines lines;
+  auto* sampler = new NvmlSampler(sink, {STEPWATCH_FAKE_NVML_SO, 200, ""}, lines.sink());
+  sampler->start();
+  ASSERT_TRUE(sampler->wait_ready(10'000));
+  fake.hang_clock(true);
+  for (int i = 0; i < 5000 && !fake.in_hung_clock(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_TRUE(fake.in_hung_clock()) << "premise: the sampler thread is inside the stuck call";
+  sampler->stop();  // returns (this test would hang otherwise) with the thread still stuck
+  EXPECT_TRUE(fake.in_hung_clock());
+  EXPECT_FALSE(sampler->exited());
+  fake.hang_clock(false);
+  for (int i = 0; i < 5000 && !sampler->exited(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_TRUE(sampler->exited()) << "released, the abandoned thread leaves on its own";
+  delete sampler;
 }
 
 TEST(NvmlSampler, NvmlErrorsTurnItOffWithOneLine) {

@@ -42,6 +42,10 @@ if [ "$live" = 1 ]; then
   # The 64-thread launch storm and SIGTERM under the default disposition. Not the host handler that
   # calls exit() from the signal: that is the host's async-signal-unsafe choice, which TSan reports.
   filter+=':LiveStorm.*:LiveSignals.SigtermDuringAFlushEndsTheProcessAtOnceWithValidFiles'
+  # The samplers' threads (the /proc host sampler, NVML through the fake library) and the metrics
+  # server thread reading the analysis thread's snapshot while sessions run.
+  filter+=':HostSamplerLive.*:NvmlSampler.SamplesEveryVisibleGpuAsNvmlEvents:NvmlSamplerPipeline.*'
+  filter+=':MetricsHttpServer.ServesOverASocketAndRefusesGarbage:MultiRankOutputs.*'
   echo "== tsan: live ($filter) =="
   "$bdir/bin/stepwatch_live_tests" --gtest_brief=1 --gtest_filter="$filter"
 else

@@ -86,7 +86,8 @@ NvmlSampler::NvmlSampler(EventSink& sink, NvmlSamplerOptions options, InfoLine i
 
 NvmlSampler::~NvmlSampler() {
   stop();
-  delete api_;
+  // An abandoned thread still inside an NVML call keeps api_ (leaked: the process is exiting).
+  if (!abandoned_ || exited()) delete api_;
 }
 
 void NvmlSampler::start() {
@@ -96,12 +97,18 @@ void NvmlSampler::start() {
 
 void NvmlSampler::stop() noexcept {
   try {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stop_ = true;
-    }
+    std::unique_lock<std::mutex> lock(mu_);
+    stop_ = true;
     cv_.notify_all();
-    if (thread_.joinable()) thread_.join();
+    if (!thread_.joinable()) return;
+    if (cv_.wait_for(lock, std::chrono::milliseconds(kStopTimeoutMs), [&] { return exited_; })) {
+      lock.unlock();
+      thread_.join();
+    } else {
+      abandoned_ = true;
+      lock.unlock();
+      thread_.detach();
+    }
   } catch (...) {
   }
 }
@@ -109,6 +116,11 @@ void NvmlSampler::stop() noexcept {
 bool NvmlSampler::wait_ready(int timeout_ms) {
   std::unique_lock<std::mutex> lock(mu_);
   return cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms), [&] { return ready_; });
+}
+
+bool NvmlSampler::exited() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return exited_;
 }
 
 uint64_t NvmlSampler::samples() const {
@@ -264,6 +276,7 @@ void NvmlSampler::loop() noexcept {
   if (api_ != nullptr && api_->initialized) api_->shutdown();
   std::lock_guard<std::mutex> lock(mu_);
   ready_ = true;
+  exited_ = true;
   cv_.notify_all();
 }
 

@@ -36,15 +36,20 @@ class NvmlSampler {
   using InfoLine = std::function<void(std::string_view)>;
 
   NvmlSampler(EventSink& sink, NvmlSamplerOptions options, InfoLine info);
-  ~NvmlSampler();  // stops and joins
+  ~NvmlSampler();  // stops (bounded, see stop())
   NvmlSampler(const NvmlSampler&) = delete;
   NvmlSampler& operator=(const NvmlSampler&) = delete;
 
   void start();
+  // Bounded: an NVML call stuck in the driver (a sick GPU — when throttling matters most) must
+  // not hang the host's exit. The thread is joined when it leaves within `kStopTimeoutMs`, else
+  // detached and abandoned with its state (the process is exiting; the session is never freed).
   void stop() noexcept;
+  static constexpr int kStopTimeoutMs = 1000;
   // Blocks until the sampler has loaded NVML and taken its first sample, or given up (tests).
   bool wait_ready(int timeout_ms);
   uint64_t samples() const;
+  bool exited() const;  // the thread has left its loop (tests)
 
  private:
   struct Api;
@@ -64,6 +69,8 @@ class NvmlSampler {
   std::condition_variable cv_;
   bool stop_ = false;
   bool ready_ = false;  // loaded and sampled once, or gave up
+  bool exited_ = false;  // the thread has left loop()
+  bool abandoned_ = false;  // stop() timed out: the thread still owns api_ and devices_
   uint64_t samples_ = 0;
   std::thread thread_;
 };

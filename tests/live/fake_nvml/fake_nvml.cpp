@@ -3,6 +3,8 @@
 // library's state). Two devices; the SM clock drops to `low` after a number of clock reads, so a
 // "throttled mid-run" GPU needs no timing.
 #include <atomic>
+#include <chrono>
+#include <thread>
 #include <cstring>
 
 extern "C" {
@@ -21,6 +23,8 @@ std::atomic<long> g_drop_after_reads{-1};
 std::atomic<long> g_reads{0};
 std::atomic<unsigned long long> g_reasons_when_low{0};
 std::atomic<int> g_shutdowns{0};
+std::atomic<bool> g_hang_clock{false};
+std::atomic<bool> g_in_hung_clock{false};
 bool low() {
   const long after = g_drop_after_reads.load();
   return after >= 0 && g_reads.load() > after;
@@ -37,6 +41,7 @@ void fake_nvml_reset(unsigned clock_mhz) {
   g_reads = 0;
   g_reasons_when_low = 0;
   g_shutdowns = 0;
+  g_hang_clock = false;
 }
 void fake_nvml_drop_clock_after(long reads, unsigned low_mhz, unsigned long long reasons) {
   g_low_clock_mhz = low_mhz;
@@ -46,6 +51,9 @@ void fake_nvml_drop_clock_after(long reads, unsigned low_mhz, unsigned long long
 void fake_nvml_fail_init(int result) { g_init_result = result; }
 void fake_nvml_fail_clock(int result) { g_clock_result = result; }
 int fake_nvml_shutdowns() { return g_shutdowns.load(); }
+// A clock read that blocks until released: an NVML call stuck in the driver.
+void fake_nvml_hang_clock(int on) { g_hang_clock = on != 0; }
+int fake_nvml_in_hung_clock() { return g_in_hung_clock.load() ? 1 : 0; }
 
 // NVML.
 int nvmlInit_v2() { return g_init_result.load(); }
@@ -72,6 +80,11 @@ int nvmlDeviceGetClockInfo(nvmlDevice_st* device, int type, unsigned* mhz) {
   if (type != 1) return 2;
   if (g_clock_result.load() != 0) return g_clock_result.load();
   if (device->index == 0) ++g_reads;
+  if (g_hang_clock.load()) {
+    g_in_hung_clock = true;
+    while (g_hang_clock.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    g_in_hung_clock = false;
+  }
   *mhz = low() ? g_low_clock_mhz.load() : g_clock_mhz.load();
   return 0;
 }
