@@ -18,6 +18,7 @@
 #include "fake_cupti/recording_sink.h"
 #include "live/host_sampler.h"
 #include "live/live_config.h"
+#include "live_config_support.h"
 
 namespace stepwatch::live {
 namespace {
@@ -223,26 +224,18 @@ TEST(HostSamplerLive, AnExitedThreadIsDroppedWithoutCrashing) {
 
 // ---- configuration -------------------------------------------------------------------------------
 
-LiveConfig read_env(const std::map<std::string, std::string>& env, std::vector<std::string>& problems) {
-  return read_live_config(
-      [&](const char* name) -> const char* {
-        auto it = env.find(name);
-        return it == env.end() ? nullptr : it->second.c_str();
-      },
-      problems);
-}
 
 TEST(HostSamplerConfig, OffByDefaultClampedTo200AndBadValuesOff) {
   std::vector<std::string> problems;
-  EXPECT_EQ(read_env({}, problems).host_sample_hz, 0);
-  EXPECT_EQ(read_env({{"STEPWATCH_HOST_SAMPLE_HZ", "100"}}, problems).host_sample_hz, 100);
+  EXPECT_EQ(test_support::read_config({}, problems).host_sample_hz, 0);
+  EXPECT_EQ(test_support::read_config({{"STEPWATCH_HOST_SAMPLE_HZ", "100"}}, problems).host_sample_hz, 100);
   EXPECT_TRUE(problems.empty());
-  EXPECT_EQ(read_env({{"STEPWATCH_HOST_SAMPLE_HZ", "1000"}}, problems).host_sample_hz, 200);
+  EXPECT_EQ(test_support::read_config({{"STEPWATCH_HOST_SAMPLE_HZ", "1000"}}, problems).host_sample_hz, 200);
   ASSERT_EQ(problems.size(), 1u);
   EXPECT_NE(problems[0].find("using 200"), std::string::npos) << problems[0];
   problems.clear();
-  EXPECT_EQ(read_env({{"STEPWATCH_HOST_SAMPLE_HZ", "fast"}}, problems).host_sample_hz, 0);
-  EXPECT_EQ(read_env({{"STEPWATCH_HOST_SAMPLE_HZ", "-5"}}, problems).host_sample_hz, 0);
+  EXPECT_EQ(test_support::read_config({{"STEPWATCH_HOST_SAMPLE_HZ", "fast"}}, problems).host_sample_hz, 0);
+  EXPECT_EQ(test_support::read_config({{"STEPWATCH_HOST_SAMPLE_HZ", "-5"}}, problems).host_sample_hz, 0);
   EXPECT_EQ(problems.size(), 2u);
 }
 

@@ -4,22 +4,15 @@
 #include <map>
 
 #include "live/live_config.h"
+#include "live_config_support.h"
 
 namespace stepwatch::live {
 namespace {
 
-LiveConfig read(const std::map<std::string, std::string>& env, std::vector<std::string>& problems) {
-  return read_live_config(
-      [&](const char* name) -> const char* {
-        auto it = env.find(name);
-        return it == env.end() ? nullptr : it->second.c_str();
-      },
-      problems);
-}
 
 TEST(LiveConfig, DefaultsWithAnEmptyEnvironment) {
   std::vector<std::string> problems;
-  const LiveConfig c = read({}, problems);
+  const LiveConfig c = test_support::read_config({}, problems);
   EXPECT_TRUE(problems.empty());
   EXPECT_TRUE(c.enabled);
   EXPECT_EQ(c.output_dir, "./stepwatch-out");
@@ -33,7 +26,7 @@ TEST(LiveConfig, DefaultsWithAnEmptyEnvironment) {
 
 TEST(LiveConfig, ReadsEveryVariable) {
   std::vector<std::string> problems;
-  const LiveConfig c = read({{"STEPWATCH_ENABLE", "1"},
+  const LiveConfig c = test_support::read_config({{"STEPWATCH_ENABLE", "1"},
                              {"STEPWATCH_OUTPUT_DIR", "/tmp/sw"},
                              {"STEPWATCH_LOG_LEVEL", "debug"},
                              {"STEPWATCH_FLUSH_MS", "150"},
@@ -82,7 +75,7 @@ TEST(LiveConfig, ReadsEveryVariable) {
 
 TEST(LiveConfig, BadValuesGiveOneLineEachAndTheDefault) {
   std::vector<std::string> problems;
-  const LiveConfig c = read({{"STEPWATCH_FLUSH_MS", "abc"},
+  const LiveConfig c = test_support::read_config({{"STEPWATCH_FLUSH_MS", "abc"},
                              {"STEPWATCH_WARMUP_STEPS", "-1"},
                              {"STEPWATCH_LOG_LEVEL", "loud"},
                              {"STEPWATCH_SUSTAIN", "5/3"},
@@ -110,7 +103,7 @@ TEST(LiveConfig, BadValuesGiveOneLineEachAndTheDefault) {
 
 TEST(LiveConfig, DisableAndDocs) {
   std::vector<std::string> problems;
-  EXPECT_FALSE(read({{"STEPWATCH_ENABLE", "0"}}, problems).enabled);
+  EXPECT_FALSE(test_support::read_config({{"STEPWATCH_ENABLE", "0"}}, problems).enabled);
   bool has_output_dir = false;
   for (const EnvVarDoc& d : documented_env_vars()) has_output_dir |= std::string(d.name) == "STEPWATCH_OUTPUT_DIR";
   EXPECT_TRUE(has_output_dir);

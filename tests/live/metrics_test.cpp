@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "live/live_config.h"
+#include "live_config_support.h"
 #include "live/live_session.h"
 #include "live/metrics_exporter.h"
 #include "live/metrics_http.h"
@@ -276,22 +277,14 @@ TEST(MetricsTextfile, RankInTheNameAndAtomicWrite) {
   fs::remove_all(dir);
 }
 
-LiveConfig read(const std::map<std::string, std::string>& env, std::vector<std::string>& problems) {
-  return read_live_config(
-      [&](const char* name) -> const char* {
-        auto it = env.find(name);
-        return it == env.end() ? nullptr : it->second.c_str();
-      },
-      problems);
-}
 
 TEST(MetricsConfig, OffByDefaultPortOffsetByLocalRank) {
   std::vector<std::string> problems;
-  LiveConfig c = read({}, problems);
+  LiveConfig c = test_support::read_config({}, problems);
   EXPECT_EQ(c.metrics_port, 0);
   EXPECT_EQ(c.metrics_addr, "127.0.0.1");
   EXPECT_TRUE(c.metrics_textfile.empty());
-  c = read({{"STEPWATCH_METRICS_PORT", "9400"}, {"RANK", "11"}, {"LOCAL_RANK", "3"},
+  c = test_support::read_config({{"STEPWATCH_METRICS_PORT", "9400"}, {"RANK", "11"}, {"LOCAL_RANK", "3"},
             {"STEPWATCH_METRICS_ADDR", "0.0.0.0"}, {"STEPWATCH_METRICS_TEXTFILE", "/d/sw.prom"},
             {"STEPWATCH_METRICS_INTERVAL_S", "5"}},
            problems);
@@ -302,19 +295,19 @@ TEST(MetricsConfig, OffByDefaultPortOffsetByLocalRank) {
   EXPECT_EQ(c.metrics_addr, "0.0.0.0");
   EXPECT_EQ(c.metrics_textfile, "/d/sw.prom");
   EXPECT_EQ(c.metrics_interval_s, 5);
-  c = read({{"SLURM_LOCALID", "2"}}, problems);
+  c = test_support::read_config({{"SLURM_LOCALID", "2"}}, problems);
   EXPECT_EQ(c.local_rank, 2);
 }
 
 TEST(MetricsConfig, BadValuesGiveOneLineAndNoEndpoint) {
   std::vector<std::string> problems;
-  LiveConfig c = read({{"STEPWATCH_METRICS_PORT", "http"}, {"STEPWATCH_METRICS_INTERVAL_S", "0"}}, problems);
+  LiveConfig c = test_support::read_config({{"STEPWATCH_METRICS_PORT", "http"}, {"STEPWATCH_METRICS_INTERVAL_S", "0"}}, problems);
   EXPECT_EQ(c.metrics_port, 0);
   EXPECT_EQ(c.metrics_interval_s, 15);
   ASSERT_EQ(problems.size(), 2u);
   EXPECT_NE(problems[0].find("STEPWATCH_METRICS_PORT=http"), std::string::npos);
   problems.clear();
-  c = read({{"STEPWATCH_METRICS_PORT", "65535"}, {"LOCAL_RANK", "1"}}, problems);
+  c = test_support::read_config({{"STEPWATCH_METRICS_PORT", "65535"}, {"LOCAL_RANK", "1"}}, problems);
   EXPECT_EQ(c.metrics_port, 0);
   ASSERT_EQ(problems.size(), 1u);
   EXPECT_NE(problems[0].find("past 65535"), std::string::npos) << problems[0];

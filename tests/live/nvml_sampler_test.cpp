@@ -15,6 +15,7 @@
 #include "fake_cupti/recording_sink.h"
 #include "live/live_config.h"
 #include "live/nvml_sampler.h"
+#include "live_config_support.h"
 #include "stepwatch/core/analysis.h"
 #include "stepwatch/core/gpu_samples.h"
 #include "stepwatch/detectors/registry.h"
@@ -186,12 +187,7 @@ TEST(NvmlSampler, ConfigTurnsItOffAndPointsItElsewhere) {
   std::vector<std::string> problems;
   std::map<std::string, std::string> env = {
       {"STEPWATCH_NVML", "0"}, {"STEPWATCH_NVML_PATH", "/opt/nvml.so"}, {"CUDA_VISIBLE_DEVICES", "2,3"}};
-  const LiveConfig c = read_live_config(
-      [&](const char* n) -> const char* {
-        auto it = env.find(n);
-        return it == env.end() ? nullptr : it->second.c_str();
-      },
-      problems);
+  const LiveConfig c = test_support::read_config(env, problems);
   EXPECT_FALSE(c.nvml);
   EXPECT_EQ(c.nvml_path, "/opt/nvml.so");
   EXPECT_EQ(c.visible_devices, "2,3");
