@@ -48,6 +48,9 @@ void RunOutputs::append(std::FILE*& file, const char* name, const std::string& l
       log_.warn("cannot write " + path + ": file outputs off");
       return;
     }
+    // Line-buffered with room for any line: each JSONL line leaves in one write() at its newline,
+    // so a job killed by SIGTERM (no atexit, no flush) never leaves a torn line behind.
+    std::setvbuf(file, nullptr, _IOLBF, 1 << 16);
     const std::string meta = jsonl_meta() + "\n";
     std::fwrite(meta.data(), 1, meta.size(), file);
   }
