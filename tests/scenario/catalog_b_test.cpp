@@ -15,6 +15,7 @@
 
 #include "scenario_support.h"
 #include "synthetic/transforms.h"
+#include "evidence_support.h"
 
 namespace stepwatch::scenario {
 namespace {
@@ -39,28 +40,11 @@ FaultRun analyzed(SyntheticRun run, std::vector<InjectedStall> stalls) {
   return f;
 }
 
-std::vector<Finding> findings(const AnalyzedRun& a, const std::string& detector) {
-  std::vector<Finding> out;
-  for (const Finding& f : a.result.findings) {
-    if (f.detector == detector) out.push_back(f);
-  }
-  return out;
-}
-
 const StepTruth& truth_of(const AnalyzedRun& a, int64_t step) {
   return a.run.truth.at(static_cast<size_t>(step - a.run.config.first_step));
 }
 const StepView& view_of(const AnalyzedRun& a, int64_t step) {
   return a.result.steps.at(static_cast<size_t>(step - a.run.config.first_step));
-}
-
-template <typename T>
-T evidence(const Finding& f, const std::string& key) {
-  for (const auto& [k, v] : f.evidence) {
-    if (k == key) return std::get<T>(v);
-  }
-  ADD_FAILURE() << f.detector << " has no evidence '" << key << "'";
-  return T{};
 }
 
 ::testing::AssertionResult within_10_percent(double cost_ms, int64_t truth_ns) {
@@ -183,7 +167,7 @@ TEST(CatalogBTransforms, AHostStallShorterThanTheQueuedWorkLeavesNoGpuIdle) {
 
 TEST(RecompilationScenario, FiresOnTheSawtoothStepsWithTheStallAsCost) {
   const FaultRun f = recompilation_run();
-  const auto found = findings(f.a, "recompilation");
+  const auto found = f.a.findings("recompilation");
   EXPECT_EQ(f.a.steps_flagged_by("recompilation"), (std::set<int64_t>{4, 9})) << describe_findings(f.a.result);
   for (const Finding& x : found) {
     const InjectedStall& s = x.step == 4 ? f.stalls[0] : f.stalls[1];
@@ -222,7 +206,7 @@ TEST(RecompilationScenario, SilentOnOtherFaults) {
 TEST(GcPauseScenario, FiresOnIrregularHostStallsWithTheGpuIdleAsCost) {
   const FaultRun f = gc_run(false);
   EXPECT_EQ(f.a.steps_flagged_by("gc_pause"), (std::set<int64_t>{4, 7, 8, 11})) << describe_findings(f.a.result);
-  for (const Finding& x : findings(f.a, "gc_pause")) {
+  for (const Finding& x : f.a.findings("gc_pause")) {
     SCOPED_TRACE(describe_step(view_of(f.a, x.step)));
     // The base loop has no idle: the step's idle is the stall's.
     EXPECT_TRUE(within_10_percent(x.cost_ms, truth_of(f.a, x.step).idle_ns));
@@ -235,7 +219,7 @@ TEST(GcPauseScenario, FiresOnIrregularHostStallsWithTheGpuIdleAsCost) {
 TEST(GcPauseScenario, ConfirmedByThePythonShimsGcPhases) {
   const FaultRun f = gc_run(true);
   EXPECT_EQ(f.a.steps_flagged_by("gc_pause"), (std::set<int64_t>{4, 7, 8, 11})) << describe_findings(f.a.result);
-  for (const Finding& x : findings(f.a, "gc_pause")) {
+  for (const Finding& x : f.a.findings("gc_pause")) {
     EXPECT_EQ(evidence<int64_t>(x, "gc_confirmed"), 1);
     EXPECT_DOUBLE_EQ(evidence<double>(x, "gc_ms"), 40.0);
     EXPECT_NE(x.message.find("inside a Python GC phase"), std::string::npos) << x.message;
@@ -281,7 +265,7 @@ TEST(GcPauseScenario, SilentOnOtherFaults) {
 TEST(CheckpointStallScenario, FiresFromTheSecondCheckpointOnWithPeriodAndTax) {
   const FaultRun f = checkpoint_run();
   EXPECT_EQ(f.a.steps_flagged_by("checkpoint_stall"), (std::set<int64_t>{8, 12})) << describe_findings(f.a.result);
-  for (const Finding& x : findings(f.a, "checkpoint_stall")) {
+  for (const Finding& x : f.a.findings("checkpoint_stall")) {
     const InjectedStall& s = x.step == 8 ? f.stalls[1] : f.stalls[2];
     SCOPED_TRACE(describe_step(view_of(f.a, x.step)));
     EXPECT_TRUE(within_10_percent(x.cost_ms, s.host_ns));
@@ -326,7 +310,7 @@ TEST(CheckpointStallScenario, SilentOnOtherFaults) {
 TEST(EpochBoundaryStallScenario, FiresFromTheSecondEpochOnWithTheInputIdleAsCost) {
   const FaultRun f = epoch_run();
   EXPECT_EQ(f.a.steps_flagged_by("epoch_boundary_stall"), (std::set<int64_t>{8, 12})) << describe_findings(f.a.result);
-  for (const Finding& x : findings(f.a, "epoch_boundary_stall")) {
+  for (const Finding& x : f.a.findings("epoch_boundary_stall")) {
     SCOPED_TRACE(describe_step(view_of(f.a, x.step)));
     EXPECT_TRUE(within_10_percent(x.cost_ms, truth_of(f.a, x.step).input_idle_ns));
     EXPECT_EQ(evidence<int64_t>(x, "period_steps"), 4);
@@ -347,7 +331,7 @@ TEST(EpochBoundaryStallScenario, OnTopOfALoopStarvedOnEveryStepOnlyTheSpikeCount
   std::sort(usual.begin(), usual.end());
   const int64_t typical_ns = (usual[usual.size() / 2 - 1] + usual[usual.size() / 2]) / 2;
   ASSERT_GT(typical_ns, 10 * kMs) << "premise: every step waits for data";
-  for (const Finding& x : findings(f.a, "epoch_boundary_stall")) {
+  for (const Finding& x : f.a.findings("epoch_boundary_stall")) {
     EXPECT_TRUE(within_10_percent(x.cost_ms, truth_of(f.a, x.step).input_idle_ns - typical_ns));
   }
 }
@@ -388,7 +372,7 @@ double population_cv(const std::vector<double>& x) {
 
 TEST(StepVarianceScenario, FiresOnceWhereTheJitterIsEstablished) {
   const FaultRun f = jitter_run();
-  const auto found = findings(f.a, "step_variance");
+  const auto found = f.a.findings("step_variance");
   ASSERT_EQ(found.size(), 1u) << describe_findings(f.a.result);
   // Where the truth says: the first step with >= 5 steps after the first one and CV >= 0.2.
   std::vector<double> window;

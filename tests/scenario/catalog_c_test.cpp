@@ -12,6 +12,7 @@
 
 #include "scenario_support.h"
 #include "synthetic/transforms_c.h"
+#include "evidence_support.h"
 
 namespace stepwatch::scenario {
 namespace {
@@ -38,23 +39,6 @@ FaultRun analyzed(SyntheticRun run, std::vector<InjectedSlowdown> injected) {
   FaultRun f{{std::move(run), {}}, std::move(injected)};
   f.a.result = analyze(f.a.run.trace);
   return f;
-}
-
-std::vector<Finding> findings(const AnalyzedRun& a, const std::string& detector) {
-  std::vector<Finding> out;
-  for (const Finding& f : a.result.findings) {
-    if (f.detector == detector) out.push_back(f);
-  }
-  return out;
-}
-
-template <typename T>
-T evidence(const Finding& f, const std::string& key) {
-  for (const auto& [k, v] : f.evidence) {
-    if (k == key) return std::get<T>(v);
-  }
-  ADD_FAILURE() << f.detector << " has no evidence '" << key << "'";
-  return T{};
 }
 
 ::testing::AssertionResult within(double cost_ms, int64_t truth_ns, double tolerance) {
@@ -116,7 +100,7 @@ TEST(ThrottleScenario, FiresOnTheUniformlySlowerStepsWithTheExtraKernelTimeAsCos
   const auto extra = f.extra_by_step();
   for (int64_t s : flagged) EXPECT_GE(s, 7) << describe_findings(f.a.result);
   EXPECT_GE(flagged.size(), 5u) << describe_findings(f.a.result);
-  for (const Finding& x : findings(f.a, "throttle")) {
+  for (const Finding& x : f.a.findings("throttle")) {
     // The reference is a median of noisy per-step means (±50% per launch): the cost is within 30%.
     EXPECT_TRUE(within(x.cost_ms, extra.at(x.step), 0.3)) << "step " << x.step;
     EXPECT_GE(evidence<int64_t>(x, "slowed_kernels"), 2 * evidence<int64_t>(x, "compared_kernels") / 3);
@@ -168,7 +152,7 @@ TEST(OverlapSlowdownScenario, FiresWhenOverlappedComputeKernelsRunLonger) {
   const auto flagged = f.a.steps_flagged_by("overlap_slowdown");
   EXPECT_GE(flagged.size(), static_cast<size_t>(kSteps - 2)) << describe_findings(f.a.result);
   const auto extra = f.extra_by_step();
-  for (const Finding& x : findings(f.a, "overlap_slowdown")) {
+  for (const Finding& x : f.a.findings("overlap_slowdown")) {
     ASSERT_TRUE(extra.count(x.step)) << x.step;
     EXPECT_TRUE(within(x.cost_ms, extra.at(x.step), 0.35)) << "step " << x.step;
     EXPECT_GE(evidence<double>(x, "overlapped_ratio"), 1.3);
@@ -191,7 +175,7 @@ TEST(OverlapSlowdownScenario, SilentOnASmallSlowdownAndWithoutOverlap) {
 TEST(StragglerScenario, FiresOnTheStepsWhoseCollectivesWaitedForALatePeer) {
   const FaultRun f = straggler_run(3.0);
   EXPECT_EQ(f.a.steps_flagged_by("straggler"), (std::set<int64_t>{6, 10})) << describe_findings(f.a.result);
-  for (const Finding& x : findings(f.a, "straggler")) {
+  for (const Finding& x : f.a.findings("straggler")) {
     EXPECT_GE(evidence<double>(x, "ratio"), 2.0);
     EXPECT_GT(evidence<double>(x, "best_ms"), 0.0);
     EXPECT_EQ(evidence<std::vector<std::string>>(x, "collectives"), (std::vector<std::string>{"AllReduce"}));
@@ -231,7 +215,7 @@ void expect_aligned(const AnalyzedRun& a, std::string_view method) {
     EXPECT_TRUE(matched) << "inferred step " << v.step << " [" << v.start_ns << ", " << v.end_ns
                          << ") matches no truth window; " << r.segmentation.matched_name;
   }
-  const auto found = findings(a, "no_step_marks");
+  const auto found = a.findings("no_step_marks");
   ASSERT_EQ(found.size(), 1u) << describe_findings(r);
   EXPECT_EQ(found[0].severity, Severity::kInfo);
   EXPECT_EQ(evidence<std::string>(found[0], "inferred_from"), std::string(method));

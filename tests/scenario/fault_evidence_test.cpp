@@ -9,6 +9,7 @@
 #include "scenario_support.h"
 #include "stepwatch/core/gpu_samples.h"
 #include "synthetic/transforms_c.h"
+#include "evidence_support.h"
 
 namespace stepwatch::scenario {
 namespace {
@@ -18,35 +19,11 @@ constexpr int kSteps = 12;
 // was launched inside the capture (its launch call, and the range around it, are in the data).
 constexpr int64_t kFirstFullyLaunchedStep = 7;
 
-std::vector<Finding> findings(const AnalyzedRun& a, const std::string& detector) {
-  std::vector<Finding> out;
-  for (const Finding& f : a.result.findings) {
-    if (f.detector == detector) out.push_back(f);
-  }
-  return out;
-}
-
-bool has_evidence(const Finding& f, const std::string& key) {
-  for (const auto& [k, v] : f.evidence) {
-    if (k == key) return true;
-  }
-  return false;
-}
-
-template <typename T>
-T evidence(const Finding& f, const std::string& key) {
-  for (const auto& [k, v] : f.evidence) {
-    if (k == key) return std::get<T>(v);
-  }
-  ADD_FAILURE() << f.detector << " has no evidence '" << key << "'";
-  return T{};
-}
-
 // ---- exposed all-to-all (MoE / EP) -----------------------------------------------------------------
 
 TEST(AllToAllScenario, ExposedAllToAllFiresWithItsLayersAgainstTheExpertCompute) {
   const AnalyzedRun a = analyze_scenario("moe_exposed_a2a", {.steps = kSteps});
-  const auto found = findings(a, "exposed_collective");
+  const auto found = a.findings("exposed_collective");
   ASSERT_GE(found.size(), static_cast<size_t>(kSteps - 1)) << describe_findings(a.result);
   int judged = 0;
   for (const Finding& f : found) {
@@ -76,7 +53,7 @@ TEST(AllToAllScenario, ExposedAllToAllFiresWithItsLayersAgainstTheExpertCompute)
 
 TEST(AllToAllScenario, ShorterAllToAllsGetTheOverlapFix) {
   const AnalyzedRun a = analyze_scenario("moe_exposed_a2a", {.steps = kSteps, .magnitude = 0.3});
-  const auto found = findings(a, "exposed_collective");
+  const auto found = a.findings("exposed_collective");
   ASSERT_GE(found.size(), static_cast<size_t>(kSteps - 1)) << describe_findings(a.result);
   for (const Finding& f : found) {
     if (f.step < kFirstFullyLaunchedStep) continue;
@@ -109,7 +86,7 @@ TEST(AllToAllScenario, SendRecvOutsideAnAllToAllAndAllReducesAreNoLayers) {
     EXPECT_EQ(f.message.find("All-to-all"), std::string::npos) << f.message;
   }
   const AnalyzedRun allreduce = analyze_scenario("serialized_allreduce", {.steps = kSteps});
-  for (const Finding& f : findings(allreduce, "exposed_collective")) {
+  for (const Finding& f : allreduce.findings("exposed_collective")) {
     EXPECT_FALSE(has_evidence(f, "a2a_layers")) << f.message;
     EXPECT_NE(f.message.find("DDP bucketing"), std::string::npos) << f.message;
   }
@@ -159,7 +136,7 @@ AnalyzedRun throttled_run(double factor, const ClockPlan& plan) {
 
 TEST(ThrottleNvmlScenario, AClockDropConfirmsTheSlowdownAndTheFindingCitesIt) {
   const AnalyzedRun a = throttled_run(1.3, {.clock_after_mhz = 1410, .reasons_after = clock_reason::kSwPowerCap});
-  const auto found = findings(a, "throttle");
+  const auto found = a.findings("throttle");
   ASSERT_GE(found.size(), 5u) << describe_findings(a.result);
   for (const Finding& f : found) {
     SCOPED_TRACE(f.message);
@@ -179,7 +156,7 @@ TEST(ThrottleNvmlScenario, AClockDropConfirmsTheSlowdownAndTheFindingCitesIt) {
 TEST(ThrottleNvmlScenario, SlowSamplingStillGivesEveryStepItsClock) {
   // 10 Hz: most ~33 ms steps hold no sample; they take the samples within one period around them.
   const AnalyzedRun a = throttled_run(1.3, {.clock_after_mhz = 1410, .period_ns = 100'000'000});
-  const auto found = findings(a, "throttle");
+  const auto found = a.findings("throttle");
   ASSERT_GE(found.size(), 5u) << describe_findings(a.result);
   for (const Finding& f : found) {
     EXPECT_GE(evidence<int64_t>(f, "clock_samples"), 1);

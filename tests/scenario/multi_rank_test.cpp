@@ -9,6 +9,7 @@
 #include "scenario_support.h"
 #include "stepwatch/ranks/rank_merge.h"
 #include "synthetic/multi_rank.h"
+#include "evidence_support.h"
 
 namespace stepwatch::scenario {
 namespace {
@@ -37,14 +38,6 @@ MergedRun analyze_ranks(const MultiRankOptions& options, const AnalysisConfig& c
   for (const RankResult& r : out.results) results.push_back(&r);
   out.merged = merge_ranks(collectives, results, config);
   return out;
-}
-
-template <typename T>
-const T& evidence(const Finding& f, const std::string& key) {
-  for (const auto& [k, v] : f.evidence) {
-    if (k == key) return std::get<T>(v);
-  }
-  throw std::out_of_range("no evidence " + key);
 }
 
 std::string describe(const MergedAnalysis& m) {

@@ -30,6 +30,14 @@ struct AnalyzedRun {
     }
     return steps;
   }
+  // The findings of `detector`, in order.
+  std::vector<Finding> findings(const std::string& detector) const {
+    std::vector<Finding> out;
+    for (const Finding& f : result.findings) {
+      if (f.detector == detector) out.push_back(f);
+    }
+    return out;
+  }
   size_t findings_of(const std::string& detector) const {
     return static_cast<size_t>(std::count_if(result.findings.begin(), result.findings.end(),
                                              [&](const Finding& f) { return f.detector == detector; }));

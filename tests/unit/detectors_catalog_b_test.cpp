@@ -10,6 +10,7 @@
 #include "stepwatch/core/detector.h"
 #include "stepwatch/detectors/registry.h"
 #include "detector_test_support.h"
+#include "evidence_support.h"
 
 namespace stepwatch {
 namespace {
@@ -75,15 +76,6 @@ void add_idle(StepView& v, IdleCause cause, int64_t ns) {
   g.rule = cause == IdleCause::kSync ? GapRule::kHostBlocked : GapRule::kHostActivity;
   g.parts[cause] = ns;
   v.gaps.push_back(g);
-}
-
-template <typename T>
-T evidence(const Finding& f, const std::string& key) {
-  for (const auto& [k, v] : f.evidence) {
-    if (k == key) return std::get<T>(v);
-  }
-  ADD_FAILURE() << f.detector << " has no evidence '" << key << "'";
-  return T{};
 }
 
 bool mentions(const Finding& f, const std::string& text) { return f.message.find(text) != std::string::npos; }
