@@ -21,13 +21,17 @@ namespace fs = std::filesystem;
 
 namespace {
 
-bool is_trace_file(const fs::path& p) {
+bool has_suffix(const fs::path& p, std::string_view suffix) {
   const std::string name = p.filename().string();
-  auto ends_with = [&](std::string_view suffix) {
-    return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
-  };
-  return ends_with(".json") || ends_with(".json.gz") || ends_with(".sqlite") || ends_with(".nsys-rep") ||
-         ends_with(".qdrep");
+  return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+bool is_nsys_report(const fs::path& p) { return has_suffix(p, ".nsys-rep") || has_suffix(p, ".qdrep"); }
+
+// What a directory contributes: traces only. `nsys export` writes X.sqlite next to X.nsys-rep, so
+// reports are not picked up from a directory (named directly, they get the "export it" error).
+bool is_trace_file(const fs::path& p) {
+  return has_suffix(p, ".json") || has_suffix(p, ".json.gz") || has_suffix(p, ".sqlite");
 }
 
 // By content, not by name: an SQLite file is an nsys export, anything else Kineto JSON (gzipped
@@ -40,12 +44,9 @@ Trace import_trace_file(const std::string& path) {
     head.resize(static_cast<size_t>(std::max<std::streamsize>(0, in.gcount())));
   }
   if (has_sqlite_magic(head)) return import_nsys_sqlite(path);
-  const std::string name = fs::path(path).filename().string();
-  for (const std::string_view suffix : {std::string_view(".nsys-rep"), std::string_view(".qdrep")}) {
-    if (name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
-      throw ImportError(path, "an Nsight Systems report, not an SQLite export: export it with "
-                              "nsys export --type sqlite " + path);
-    }
+  if (is_nsys_report(path)) {
+    throw ImportError(path, "an Nsight Systems report, not an SQLite export: export it with "
+                            "nsys export --type sqlite " + path);
   }
   return import_kineto_file(path);
 }

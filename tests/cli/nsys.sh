@@ -44,6 +44,16 @@ expect_error nsys-rep "nsys export --type sqlite" "$cli" analyze "$tmp/report1.n
 cp "$tmp/corrupt.sqlite" "$tmp/corrupt.json"
 expect_error corrupt-by-content "corrupt.json: .*SQLite" "$cli" analyze "$tmp/corrupt.json"
 
+# A directory where `nsys export` left the report next to its export: the report is not a trace
+# of the directory (named directly it gets the error above).
+mkdir "$tmp/exported"
+"$build/bin/stepwatch-synth" --scenario ddp_overlap --steps 3 -o "$tmp/exported/report1.json" >/dev/null ||
+  { echo "FAIL: stepwatch-synth"; exit 1; }
+cp "$tmp/report1.nsys-rep" "$tmp/exported/"
+"$cli" analyze --json "$tmp/exported.jsonl" "$tmp/exported" >/dev/null 2>"$tmp/err" ||
+  { echo "FAIL [report-next-to-trace]: the directory did not analyze"; cat "$tmp/err"; exit 1; }
+echo "ok [report-next-to-trace]"
+
 if [ ! -d "$corpus/nsys" ]; then echo "nsys corpus not found at $corpus: skipped"; exit 77; fi
 n=0
 while IFS= read -r f; do
