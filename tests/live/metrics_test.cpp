@@ -61,9 +61,11 @@ TEST(RunMetrics, CountsStepsBreakdownFindingsAndLosses) {
   m.add_step(traced_step(1, 100, 60, 30), StepStatus::kJudged, starved);
   m.add_step(traced_step(2, 400, 0, 0), StepStatus::kUntraced, {});
   m.add_run_finding(finding("data_loss", 0.0));
-  const uint64_t losses[] = {0, 0, 0, 0, 7};  // kQueueFull = 4
+  const uint64_t losses[] = {0, 3, 0, 0, 7};  // kBufferPoolExhausted = 1 (buffers), kQueueFull = 4
   m.set_losses(losses);
   const MetricsSnapshot& s = m.snapshot();
+  EXPECT_EQ(s.dropped_buffers.at("buffer_pool_exhausted"), 3u);
+  EXPECT_EQ(s.dropped_records.count("buffer_pool_exhausted"), 0u) << "buffers are not records";
   EXPECT_EQ(s.rank, 3);
   EXPECT_EQ(s.steps, 3u);
   EXPECT_EQ(s.judged_steps, 1u);
@@ -89,7 +91,7 @@ TEST(PrometheusText, RendersEveryFamilyWithRankLabelsAndCumulativeBuckets) {
   m.add_step(traced_step(4, 100, 60, 30), StepStatus::kJudged, both);
   m.add_step(traced_step(5, 300, 60, 30), StepStatus::kJudged, {});
   m.set_individual_scores(0.5, std::nullopt);
-  const uint64_t losses[] = {2};
+  const uint64_t losses[] = {2, 1};
   m.set_losses(losses);
   const std::string text = render_prometheus(m.snapshot());
 
@@ -114,6 +116,8 @@ TEST(PrometheusText, RendersEveryFamilyWithRankLabelsAndCumulativeBuckets) {
   EXPECT_TRUE(contains_line(text, "stepwatch_detector_cost_seconds_total{rank=\"1\",detector=\"hidden_sync\"} 0.0055"))
       << text;
   EXPECT_TRUE(contains_line(text, "stepwatch_dropped_records_total{rank=\"1\",kind=\"cupti_dropped\"} 2")) << text;
+  EXPECT_TRUE(contains_line(text, "stepwatch_dropped_buffers_total{rank=\"1\",kind=\"buffer_pool_exhausted\"} 1"))
+      << text;
   EXPECT_TRUE(contains_line(text, "stepwatch_individual_score{rank=\"1\",signal=\"step_time\"} 0.5")) << text;
   EXPECT_EQ(text.find("collective_wait"), std::string::npos) << "a score not yet known is left out";
   EXPECT_TRUE(contains_line(text, "stepwatch_info{rank=\"0\",version=\"0.1.0\"} 1") ||

@@ -143,15 +143,13 @@ class Database {
   }
 
   // SELECT the `wanted` columns of `table` in that order, NULL for the ones this nsys version
-  // does not write. `present` (optional) says which exist.
-  Query select(std::string_view table, std::initializer_list<std::string_view> wanted,
-               std::vector<bool>* present = nullptr) const {
+  // does not write.
+  Query select(std::string_view table, std::initializer_list<std::string_view> wanted) const {
     const std::vector<std::string> have = columns(table);
     std::string sql = "SELECT ";
     bool first = true;
     for (const std::string_view column : wanted) {
       const bool exists = std::find(have.begin(), have.end(), column) != have.end();
-      if (present) present->push_back(exists);
       if (!first) sql += ", ";
       first = false;
       sql += exists ? quoted(column) : std::string("NULL");
@@ -453,8 +451,7 @@ class NsysReader {
     std::unordered_map<uint64_t, size_t> by_call;  // (tid, correlationId) -> index in rows
     for (const std::string_view table : {"CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_DRIVER"}) {
       if (!db_.has_table(table)) continue;
-      std::vector<bool> present;
-      Query q = db_.select(table, {"start", "end", "globalTid", "correlationId", "nameId", "name"}, &present);
+      Query q = db_.select(table, {"start", "end", "globalTid", "correlationId", "nameId", "name"});
       while (q.next()) {
         const auto t = times(q, 0, 1);
         if (!t) continue;

@@ -25,4 +25,17 @@ std::string_view to_string(LossKind kind) {
   }
 }
 
+LossSummary summarize_losses(std::span<const uint64_t> counts) {
+  LossSummary out;
+  for (size_t k = 0; k < counts.size(); ++k) {
+    if (counts[k] == 0) continue;
+    const auto kind = static_cast<LossKind>(k);
+    const bool buffers = counts_buffers(kind);
+    (buffers ? out.buffers : out.records) += counts[k];
+    std::string& list = buffers ? out.buffer_kinds : out.record_kinds;
+    list += (list.empty() ? "" : ", ") + std::string(to_string(kind)) + " " + std::to_string(counts[k]);
+  }
+  return out;
+}
+
 }  // namespace stepwatch::live

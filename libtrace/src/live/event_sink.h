@@ -7,6 +7,8 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
+#include <string>
 #include <string_view>
 
 #include "stepwatch/core/event.h"
@@ -33,6 +35,16 @@ std::string_view to_string(LossKind kind);
 inline bool counts_buffers(LossKind kind) {
   return kind == LossKind::kBufferPoolExhausted || kind == LossKind::kBuffersAbandoned;
 }
+
+// Loss counts (indexed by LossKind) split into records and buffers, each with its list of kinds
+// ("cupti_dropped 12, queue_full 3"): what the data_loss finding and the exit summary say.
+struct LossSummary {
+  uint64_t records = 0;
+  uint64_t buffers = 0;
+  std::string record_kinds;
+  std::string buffer_kinds;
+};
+LossSummary summarize_losses(std::span<const uint64_t> counts);
 
 class EventSink {
  public:

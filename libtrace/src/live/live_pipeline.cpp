@@ -20,19 +20,15 @@ bool by_start(const Event& a, const Event& b) { return a.start_ns < b.start_ns; 
 
 }  // namespace
 
-uint64_t LossCounters::records() const noexcept {
-  uint64_t t = 0;
-  for (size_t k = 0; k < counts.size(); ++k) {
-    if (!counts_buffers(static_cast<LossKind>(k))) t += counts[k].load(std::memory_order_relaxed);
-  }
-  return t;
+std::array<uint64_t, static_cast<size_t>(LossKind::kCount_)> LossCounters::snapshot() const noexcept {
+  std::array<uint64_t, static_cast<size_t>(LossKind::kCount_)> out{};
+  for (size_t k = 0; k < counts.size(); ++k) out[k] = counts[k].load(std::memory_order_relaxed);
+  return out;
 }
 
-uint64_t LossCounters::buffers() const noexcept {
+uint64_t LossCounters::total() const noexcept {
   uint64_t t = 0;
-  for (size_t k = 0; k < counts.size(); ++k) {
-    if (counts_buffers(static_cast<LossKind>(k))) t += counts[k].load(std::memory_order_relaxed);
-  }
+  for (const uint64_t n : snapshot()) t += n;
   return t;
 }
 
@@ -224,38 +220,31 @@ void LivePipeline::enforce_retention_cap() {
 }
 
 void LivePipeline::report_losses(int64_t step) {
-  const uint64_t records = losses_.records();
-  const uint64_t buffers = losses_.buffers();
-  if (records == records_reported_ && buffers == buffers_reported_) return;
+  const auto counts = losses_.snapshot();
+  const LossSummary lost = summarize_losses(counts);
+  if (lost.records == records_reported_ && lost.buffers == buffers_reported_) return;
   Finding f;
   f.detector = "data_loss";
   f.rank = config_.rank;
   f.step = step;
   f.severity = Severity::kWarning;
-  std::string kinds;
-  std::string buffer_kinds;
-  for (size_t k = 0; k < losses_.counts.size(); ++k) {
-    const uint64_t n = losses_.counts[k].load(std::memory_order_relaxed);
-    if (n == 0) continue;
-    const std::string_view name = to_string(static_cast<LossKind>(k));
-    std::string& list = counts_buffers(static_cast<LossKind>(k)) ? buffer_kinds : kinds;
-    list += (list.empty() ? "" : ", ") + std::string(name) + " " + std::to_string(n);
-    f.with(std::string(name), static_cast<int64_t>(n));
+  for (size_t k = 0; k < counts.size(); ++k) {
+    if (counts[k] != 0) f.with(std::string(to_string(static_cast<LossKind>(k))), static_cast<int64_t>(counts[k]));
   }
-  const uint64_t unpaired = losses_.counts[static_cast<size_t>(LossKind::kUnpairedRange)].load();
-  const bool only_unpaired = unpaired == records && buffers == 0;
-  f.message = std::to_string(records - records_reported_) + " trace records lost since the last report (" +
-              std::to_string(records) + " in all" + (kinds.empty() ? "" : ": " + kinds) + ")" +
-              (buffers == 0 ? "" : "; activity buffers: " + buffer_kinds) +
+  const uint64_t unpaired = counts[static_cast<size_t>(LossKind::kUnpairedRange)];
+  const bool only_unpaired = unpaired == lost.records && lost.buffers == 0;
+  f.message = std::to_string(lost.records - records_reported_) + " trace records lost since the last report (" +
+              std::to_string(lost.records) + " in all" + (lost.record_kinds.empty() ? "" : ": " + lost.record_kinds) +
+              ")" + (lost.buffers == 0 ? "" : "; activity buffers: " + lost.buffer_kinds) +
               ": findings on recent steps may miss activity. " +
               (only_unpaired ? "Fix: pair every NVTX push/start and stepwatch_phase_push with its pop/end."
                              : "Fix: raise STEPWATCH_CUPTI_BUFFER_KB / STEPWATCH_CUPTI_MAX_BUFFERS / "
                                "STEPWATCH_MEMORY_MB, or flush more often (STEPWATCH_FLUSH_MS).");
-  f.with("lost", static_cast<int64_t>(records - records_reported_))
-      .with("lost_total", static_cast<int64_t>(records))
-      .with("buffers_total", static_cast<int64_t>(buffers));
-  records_reported_ = records;
-  buffers_reported_ = buffers;
+  f.with("lost", static_cast<int64_t>(lost.records - records_reported_))
+      .with("lost_total", static_cast<int64_t>(lost.records))
+      .with("buffers_total", static_cast<int64_t>(lost.buffers));
+  records_reported_ = lost.records;
+  buffers_reported_ = lost.buffers;
   reporter_.on_run_finding(f);
 }
 

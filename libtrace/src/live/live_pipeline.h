@@ -28,9 +28,8 @@ struct LossCounters {
   void add(LossKind kind, uint64_t n) noexcept {
     counts[static_cast<size_t>(kind)].fetch_add(n, std::memory_order_relaxed);
   }
-  uint64_t records() const noexcept;  // lost trace records (every kind but the buffer counts)
-  uint64_t buffers() const noexcept;  // activity buffers refused or abandoned (see counts_buffers)
-  uint64_t total() const noexcept { return records() + buffers(); }  // changes when anything is lost
+  std::array<uint64_t, static_cast<size_t>(LossKind::kCount_)> snapshot() const noexcept;
+  uint64_t total() const noexcept;  // every kind: changes when anything is lost
 };
 
 class LivePipeline {

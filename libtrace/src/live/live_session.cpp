@@ -307,9 +307,8 @@ void LiveSession::analysis_cycle(bool final_pass, bool exact_watermark) {
     std::lock_guard<std::mutex> lock(last_mu_);
     last_ = s;
   }
+  const auto losses = losses_.snapshot();
   if (final_pass) {
-    std::vector<uint64_t> losses;
-    for (const auto& c : losses_.counts) losses.push_back(c.load());
     SelfOverhead o;
     o.analysis_cpu_ns = thread_cpu_ns();
     o.wall_ns = now_ns() - start_ns_;
@@ -319,8 +318,6 @@ void LiveSession::analysis_cycle(bool final_pass, bool exact_watermark) {
     outputs_->write_exit_summary(losses, o);
   }
   if (metrics_ && metrics_->enabled()) {
-    std::vector<uint64_t> losses;
-    for (const auto& c : losses_.counts) losses.push_back(c.load());
     outputs_->metrics().set_losses(losses);
     metrics_->publish(outputs_->metrics().snapshot(), now_ns(), final_pass);
   }

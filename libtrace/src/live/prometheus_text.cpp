@@ -98,9 +98,9 @@ std::string render_prometheus(const MetricsSnapshot& m) {
     cumulative += m.step_bucket_counts[b];
     w.sample("stepwatch_step_seconds_bucket", cumulative, "le", le_text(kStepSecondsBuckets[b]));
   }
-  w.sample("stepwatch_step_seconds_bucket", m.step_count, "le", "+Inf");
+  w.sample("stepwatch_step_seconds_bucket", m.steps, "le", "+Inf");
   w.sample("stepwatch_step_seconds_sum", m.step_seconds_sum);
-  w.sample("stepwatch_step_seconds_count", m.step_count);
+  w.sample("stepwatch_step_seconds_count", m.steps);
 
   if (m.last_step_seconds) {
     w.family("stepwatch_last_step_seconds", "gauge", "Wall time of the latest analyzed step.");
@@ -131,6 +131,9 @@ std::string render_prometheus(const MetricsSnapshot& m) {
 
   w.family("stepwatch_dropped_records_total", "counter", "Trace records lost, by cause (findings may miss activity).");
   for (const auto& [kind, n] : m.dropped_records) w.sample("stepwatch_dropped_records_total", n, "kind", kind);
+  w.family("stepwatch_dropped_buffers_total", "counter",
+           "CUPTI activity buffers refused or abandoned, by cause (their records are in cupti_dropped).");
+  for (const auto& [kind, n] : m.dropped_buffers) w.sample("stepwatch_dropped_buffers_total", n, "kind", kind);
 
   if (m.individual_step_score || m.individual_collective_score) {
     w.family("stepwatch_individual_score", "gauge",

@@ -9,6 +9,7 @@
 //   stepwatch_step_breakdown_seconds_total{category}      where traced steps' time went
 //   stepwatch_findings_total{detector}, stepwatch_detector_cost_seconds_total{detector}
 //   stepwatch_dropped_records_total{kind}                 trace records lost, by cause
+//   stepwatch_dropped_buffers_total{kind}                 CUPTI activity buffers refused or abandoned
 //   stepwatch_individual_score{signal}                    best recent / current (1 = at its best)
 #pragma once
 

@@ -27,7 +27,6 @@ void RunMetrics::add_step(const StepView& step, StepStatus status, std::span<con
   MetricsSnapshot& m = snapshot_;
   const double seconds = double(step.duration_ns()) / 1e9;
   ++m.steps;
-  ++m.step_count;
   if (status == StepStatus::kJudged) ++m.judged_steps;
   m.step_seconds_sum += seconds;
   for (size_t b = 0; b < kStepSecondsBuckets.size(); ++b) {
@@ -69,7 +68,10 @@ void RunMetrics::set_individual_scores(std::optional<double> step_time, std::opt
 
 void RunMetrics::set_losses(std::span<const uint64_t> losses) {
   for (size_t k = 0; k < losses.size() && k < static_cast<size_t>(LossKind::kCount_); ++k) {
-    snapshot_.dropped_records[std::string(to_string(static_cast<LossKind>(k)))] = losses[k];
+    // Buffer counts apart: their records are already in cupti_dropped (see counts_buffers).
+    const auto kind = static_cast<LossKind>(k);
+    (counts_buffers(kind) ? snapshot_.dropped_buffers : snapshot_.dropped_records)[std::string(to_string(kind))] =
+        losses[k];
   }
 }
 

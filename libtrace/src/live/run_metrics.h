@@ -39,13 +39,13 @@ struct MetricsSnapshot {
   uint64_t steps = 0;         // analyzed steps (judged, warm-up and untraced)
   uint64_t judged_steps = 0;
   std::array<uint64_t, kStepSecondsBuckets.size()> step_bucket_counts{};  // per bucket, not cumulative
-  uint64_t step_count = 0;    // == steps; the histogram's _count
   double step_seconds_sum = 0.0;
   std::optional<double> last_step_seconds;
   std::optional<double> gpu_duty_cycle;  // of the last traced step, 0..1
   std::array<double, kBreakdownCategories> breakdown_seconds{};  // traced steps only
   std::map<std::string, DetectorCounters> detectors;
   std::map<std::string, uint64_t> dropped_records;  // loss kind -> records
+  std::map<std::string, uint64_t> dropped_buffers;  // buffer-count kinds (counts_buffers) -> buffers
   std::optional<double> individual_step_score;      // live/individual_score.h
   std::optional<double> individual_collective_score;
 };

@@ -170,23 +170,13 @@ std::string RunStats::text(const NameTable& names, int rank, std::span<const uin
       line(buf + name);
     }
   }
-  uint64_t lost = 0;
-  uint64_t buffers = 0;
-  std::string kinds;
-  std::string buffer_kinds;
-  for (size_t k = 0; k < losses.size(); ++k) {
-    if (losses[k] == 0) continue;
-    const bool is_buffers = counts_buffers(static_cast<LossKind>(k));
-    (is_buffers ? buffers : lost) += losses[k];
-    std::string& list = is_buffers ? buffer_kinds : kinds;
-    list += (list.empty() ? "" : ", ") + std::string(to_string(static_cast<LossKind>(k))) + " " +
-            std::to_string(losses[k]);
-  }
-  if (lost == 0 && buffers == 0) {
+  const LossSummary lost = summarize_losses(losses);
+  if (lost.records == 0 && lost.buffers == 0) {
     line("  data loss: none");
   } else {
-    line("  data loss: " + std::to_string(lost) + " records" + (kinds.empty() ? "" : " (" + kinds + ")") +
-         (buffers == 0 ? "" : "; activity buffers: " + buffer_kinds));
+    line("  data loss: " + std::to_string(lost.records) + " records" +
+         (lost.record_kinds.empty() ? "" : " (" + lost.record_kinds + ")") +
+         (lost.buffers == 0 ? "" : "; activity buffers: " + lost.buffer_kinds));
   }
   line("  self overhead: analysis thread CPU " + fmt("%.1f", ms(o.analysis_cpu_ns)) + " ms (" +
        fmt("%.3f", o.wall_ns > 0 ? 100.0 * double(o.analysis_cpu_ns) / double(o.wall_ns) : 0.0) +
