@@ -57,6 +57,13 @@ TEST(ClassifyCollective, NcclKernelNamesOldNewMangled) {
   EXPECT_EQ(classify_collective("ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t"), CollectiveType::kSendRecv);
   EXPECT_EQ(classify_collective("ncclDevKernel_Broadcast_RING_LL"), CollectiveType::kBroadcast);
   EXPECT_EQ(classify_collective("ncclDevKernel_Reduce_Sum_f32_RING_LL"), CollectiveType::kReduce);
+  // PyTorch's record_param_comms annotations: the same reading as the kernels'.
+  EXPECT_EQ(classify_collective("nccl:recv 0<-1"), CollectiveType::kSendRecv);
+  EXPECT_EQ(classify_collective("nccl:send 0->1"), CollectiveType::kSendRecv);
+  EXPECT_EQ(classify_collective("nccl:broadcast"), CollectiveType::kBroadcast);
+  EXPECT_EQ(classify_collective("nccl:reduce"), CollectiveType::kReduce);
+  EXPECT_EQ(classify_collective("nccl:_reduce_scatter_base"), CollectiveType::kReduceScatter);
+  EXPECT_EQ(classify_collective("nccl:alltoall"), CollectiveType::kAllToAll);
   EXPECT_EQ(classify_collective("ncclDevKernel_Generic"), CollectiveType::kOther);
   EXPECT_EQ(classify_collective("nccl:all_reduce"), CollectiveType::kAllReduce);
   EXPECT_EQ(classify_collective("volta_sgemm_64x64_tn"), CollectiveType::kNone);

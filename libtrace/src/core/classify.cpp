@@ -101,24 +101,33 @@ CollectiveType classify_collective(std::string_view kernel) {
     while (at + plen < kernel.size() && (kernel[at + plen] == ':' || kernel[at + plen] == '_')) ++plen;
   }
   std::string_view op = kernel.substr(at + plen);
-  static constexpr std::array<std::pair<std::string_view, CollectiveType>, 12> ops = {{
+  // Kernel spellings (AllReduce) and PyTorch's record_param_comms annotations (nccl:all_reduce,
+  // nccl:_all_gather_base, nccl:recv 0<-1); the longer of two shared prefixes first.
+  static constexpr std::array<std::pair<std::string_view, CollectiveType>, 20> ops = {{
       {"AllReduce", CollectiveType::kAllReduce},
       {"all_reduce", CollectiveType::kAllReduce},
+      {"allreduce", CollectiveType::kAllReduce},
       {"AllGather", CollectiveType::kAllGather},
       {"all_gather", CollectiveType::kAllGather},
+      {"allgather", CollectiveType::kAllGather},
       {"ReduceScatter", CollectiveType::kReduceScatter},
       {"reduce_scatter", CollectiveType::kReduceScatter},
       {"AllToAll", CollectiveType::kAllToAll},
       {"all_to_all", CollectiveType::kAllToAll},
+      {"alltoall", CollectiveType::kAllToAll},
       {"SendRecv", CollectiveType::kSendRecv},
       {"Broadcast", CollectiveType::kBroadcast},
+      {"broadcast", CollectiveType::kBroadcast},
       {"Reduce", CollectiveType::kReduce},
+      {"reduce", CollectiveType::kReduce},
       {"Send", CollectiveType::kSendRecv},
+      {"send", CollectiveType::kSendRecv},
+      {"Recv", CollectiveType::kSendRecv},
+      {"recv", CollectiveType::kSendRecv},
   }};
   for (const auto& [p, type] : ops) {
     if (starts_with(op, p)) return type;
   }
-  if (starts_with(op, "Recv")) return CollectiveType::kSendRecv;
   return CollectiveType::kOther;
 }
 

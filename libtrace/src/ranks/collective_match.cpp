@@ -1,4 +1,5 @@
 #include "stepwatch/ranks/collective_match.h"
+#include "stepwatch/core/classify.h"
 
 #include <algorithm>
 #include <map>
@@ -64,19 +65,9 @@ std::map<OrdinalKey, size_t> ordinal_index(const RankCollectives& r, const Match
 }  // namespace
 
 CollectiveType collective_from_annotation(std::string_view name) {
-  constexpr std::string_view kPrefix = "nccl:";
-  if (!name.starts_with(kPrefix)) return CollectiveType::kNone;
-  name.remove_prefix(kPrefix.size());
-  auto has = [&](std::string_view s) { return name.find(s) != std::string_view::npos; };
-  // Most specific first: "reduce_scatter" and "all_reduce" both contain "reduce".
-  if (has("reduce_scatter")) return CollectiveType::kReduceScatter;
-  if (has("all_reduce") || has("allreduce")) return CollectiveType::kAllReduce;
-  if (has("all_gather") || has("allgather")) return CollectiveType::kAllGather;
-  if (has("all_to_all") || has("alltoall")) return CollectiveType::kAllToAll;
-  if (has("send") || has("recv")) return CollectiveType::kSendRecv;
-  if (has("broadcast")) return CollectiveType::kBroadcast;
-  if (has("reduce")) return CollectiveType::kReduce;
-  return CollectiveType::kOther;
+  // The same reading of the operation as the Timeline's (classify_collective), for PyTorch's
+  // "nccl:<op>" annotations only.
+  return name.starts_with("nccl:") ? classify_collective(name) : CollectiveType::kNone;
 }
 
 RankCollectives collect_collectives(const Trace& trace, const RankResult& result) {
