@@ -7,6 +7,7 @@
 #include <regex>
 
 #include "stepwatch/core/classify.h"
+#include "stepwatch/core/median.h"
 
 namespace stepwatch {
 namespace {
@@ -303,13 +304,6 @@ AllToAllStat all_to_all_layers(std::vector<Interval> kernels, const IntervalSet&
   }
   a.layers = (a.kernels + 1) / 2;
   return a;
-}
-
-int64_t median_of(std::vector<int64_t>& v) {
-  if (v.empty()) return 0;
-  auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
-  std::nth_element(v.begin(), mid, v.end());
-  return *mid;
 }
 
 // Samples come at <= 10 Hz: a step shorter than the period may hold none. Clocks, temperature and

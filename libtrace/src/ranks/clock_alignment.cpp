@@ -1,4 +1,5 @@
 #include "stepwatch/ranks/clock_alignment.h"
+#include "stepwatch/core/median.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -13,16 +14,6 @@ constexpr double kMinAgreement = 0.75;  // share of step/position pairs that mus
 constexpr size_t kMaxVotersPerKey = 1024;
 // With a prior, windows with this share of the best vote count are as good as the best.
 constexpr double kNearBestVotes = 0.8;
-
-int64_t median_of(std::vector<int64_t> v) {
-  if (v.empty()) return 0;
-  const size_t mid = v.size() / 2;
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
-  const int64_t hi = v[mid];
-  if (v.size() % 2 == 1) return hi;
-  const int64_t lo = *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid));
-  return lo + (hi - lo) / 2;
-}
 
 int64_t end_difference(const RankCollectives& ref, const RankCollectives& other, const CollectivePair& p) {
   return other.collectives[p.other].end_ns - ref.collectives[p.ref].end_ns;

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "stepwatch/core/detector.h"
+#include "stepwatch/core/median.h"
 
 namespace stepwatch {
 namespace {
@@ -17,13 +18,6 @@ constexpr size_t kMinRunLevelSteps = 3;
 // Late means >= twice the common min_pct of the step (10% by default): ranks of a balanced job
 // arrive a few % apart from kernel-duration jitter alone.
 constexpr double kLateStepShare = 2.0;
-
-int64_t median_of(std::vector<int64_t> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t mid = v.size() / 2;
-  return v.size() % 2 == 1 ? v[mid] : v[mid - 1] + (v[mid] - v[mid - 1]) / 2;
-}
 
 double ms3(int64_t ns) { return std::round(double(ns) / 1e3) / 1e3; }
 
