@@ -243,4 +243,13 @@ std::string_view to_string(CollectiveType t) {
   }
 }
 
+std::string_view to_string(TimeDomainError e) {
+  switch (e) {
+    case TimeDomainError::kTimestampOutOfRange: return "timestamp_out_of_range";
+    case TimeDomainError::kNegativeDuration: return "negative_duration";
+    case TimeDomainError::kDurationTooLong: return "duration_over_a_day";
+    default: return "none";
+  }
+}
+
 }  // namespace stepwatch

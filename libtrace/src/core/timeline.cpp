@@ -430,10 +430,10 @@ StepView analyze_step(const StepWindow& window, const Timeline& tl, int rank) {
     kernel_ns.push_back(r.duration_ns());
     KernelStat& k = by_kernel[r.name];
     ++k.count;
-    k.total_ns += r.duration_ns();
+    k.total_ns = sat_add(k.total_ns, r.duration_ns());
     if (r.is_compute_kernel() && tl.comm().measure_within(r.start_ns, r.end_ns) > 0) {
       ++k.overlapped_count;
-      k.overlapped_total_ns += r.duration_ns();
+      k.overlapped_total_ns = sat_add(k.overlapped_total_ns, r.duration_ns());
     }
   }
   if (!kernel_ns.empty()) {

@@ -364,11 +364,20 @@ void fill_event(Event& e, const KinetoRecord& r) {
 
 void add_record(Trace& trace, const KinetoRecord& r) {
   if (r.ph != "X" || r.category == Category::kUnknown || r.category == Category::kIgnored) return;
+  // A complete event whose times cannot be used is left out and counted by reason: a trace that
+  // silently lost its kernels would be analyzed as an idle GPU.
   const std::optional<int64_t> start_ns = to_time_ns(r.ts);
-  if (!start_ns) return;
-  const int64_t dur_ns = std::max<int64_t>(0, to_time_ns(r.dur).value_or(0));
-  if (*start_ns > std::numeric_limits<int64_t>::max() - dur_ns) return;
-  Event& e = trace.add(event_kind_of(r.category), r.name, *start_ns, *start_ns + dur_ns);
+  if (!start_ns) return trace.skip(r.ts.text.empty() ? "missing_ts" : "unparsable_ts");
+  std::optional<int64_t> dur_ns = r.dur.text.empty() ? 0 : to_time_ns(r.dur);
+  if (!dur_ns) return trace.skip("unparsable_dur");
+  if (*dur_ns < 0) return trace.skip("negative_duration");
+  const int64_t end_ns = *start_ns <= std::numeric_limits<int64_t>::max() - *dur_ns
+                             ? *start_ns + *dur_ns
+                             : std::numeric_limits<int64_t>::max();
+  if (const TimeDomainError err = check_time_domain(*start_ns, end_ns); err != TimeDomainError::kNone) {
+    return trace.skip(to_string(err));
+  }
+  Event& e = trace.add(event_kind_of(r.category), r.name, *start_ns, end_ns);
   fill_event(e, r);
 }
 

@@ -425,15 +425,19 @@ class NsysReader {
   }
 
   // start/end in ns; nullopt for rows without a start. end < start (clipped captures) is clamped.
-  // nsys times are ns on the session's clock, never negative and far below 2^62 ns (146 years): a
-  // row outside that range is corrupt and left out (found by fuzz_nsys_rows: INT64_MIN..INT64_MAX
-  // rows overflowed the step analysis's interval arithmetic); an end past it is clamped.
-  static std::optional<std::pair<int64_t, int64_t>> times(const Query& q, int start_col, int end_col) {
-    constexpr int64_t kMaxTimeNs = int64_t{1} << 62;
+  // A row outside the time domain (event.h: found by fuzz_nsys_rows, whose INT64_MIN..INT64_MAX
+  // rows overflowed the step analysis, and whose 0..2^62 kernels made a 146-year step) is corrupt:
+  // left out and counted by reason.
+  std::optional<std::pair<int64_t, int64_t>> times(const Query& q, int start_col, int end_col) {
     if (q.is_null(start_col)) return std::nullopt;
     const int64_t start = q.int64(start_col);
-    if (start < 0 || start > kMaxTimeNs) return std::nullopt;
-    const int64_t end = std::clamp(q.int64(end_col, start), start, kMaxTimeNs);
+    const int64_t end = std::max(q.int64(end_col, start), start);
+    // nsys times count from the session's start: a negative one is as corrupt as one past 2^62.
+    const TimeDomainError err = start < 0 ? TimeDomainError::kTimestampOutOfRange : check_time_domain(start, end);
+    if (err != TimeDomainError::kNone) {
+      trace_.skip(to_string(err));
+      return std::nullopt;
+    }
     return std::make_pair(start, end);
   }
 

@@ -66,6 +66,36 @@ inline constexpr uint8_t kExplicitStep = 1u << 1;  // a step range from the C AP
 inline constexpr uint8_t kAsync = 1u << 2;         // copy/memset record flagged asynchronous by the tracer
 }  // namespace event_flags
 
+// The time domain every stage does its arithmetic in. Importers and adapters leave out (and count)
+// records outside it, so no later sum, difference or gap can overflow: timestamps within ±2^62 ns
+// (±146 years around the clock's epoch: Kineto's epoch microseconds, nsys's session nanoseconds and
+// CUPTI's CLOCK_REALTIME all fit), and no single record longer than a day. A kernel, copy, API call
+// or range that lasts longer than that is a corrupt row, not a measurement; a step's sum over its
+// records stays below 2^63 for any realistic record count, and the per-kernel totals that add
+// unclipped durations saturate (sat_add).
+inline constexpr int64_t kMaxTimestampNs = int64_t{1} << 62;
+inline constexpr int64_t kMaxRecordDurationNs = int64_t{24} * 3600 * 1'000'000'000;
+
+// Why a record is outside the time domain; nullopt-like kInDomain when it is inside.
+enum class TimeDomainError : uint8_t { kNone, kTimestampOutOfRange, kNegativeDuration, kDurationTooLong };
+constexpr TimeDomainError check_time_domain(int64_t start_ns, int64_t end_ns) {
+  if (start_ns < -kMaxTimestampNs || start_ns > kMaxTimestampNs || end_ns < -kMaxTimestampNs ||
+      end_ns > kMaxTimestampNs) {
+    return TimeDomainError::kTimestampOutOfRange;
+  }
+  if (end_ns < start_ns) return TimeDomainError::kNegativeDuration;
+  if (end_ns - start_ns > kMaxRecordDurationNs) return TimeDomainError::kDurationTooLong;
+  return TimeDomainError::kNone;
+}
+// The skipped-record reason for each error ("timestamp_out_of_range", ...).
+std::string_view to_string(TimeDomainError);
+
+// a + b for non-negative durations, saturating at INT64_MAX instead of overflowing.
+constexpr int64_t sat_add(int64_t a, int64_t b) {
+  int64_t r = 0;
+  return __builtin_add_overflow(a, b, &r) ? INT64_MAX : r;
+}
+
 struct Event {
   int64_t start_ns = 0;
   int64_t end_ns = 0;       // == start_ns for instantaneous events

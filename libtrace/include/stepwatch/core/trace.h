@@ -2,7 +2,10 @@
 // offline analysis consumes. The live library keeps the same data in a bounded ring instead.
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "stepwatch/core/event.h"
@@ -22,6 +25,15 @@ struct Trace {
   int64_t clock_base_ns = 0;
   NameTable names;
   std::vector<Event> events;
+  // Records of the input left out of `events`, by reason ("timestamp_out_of_range", ...): never
+  // silent, the analysis reports them as data loss.
+  std::map<std::string, uint64_t, std::less<>> skipped;
+
+  void skip(std::string_view reason, uint64_t count = 1) {
+    auto it = skipped.find(reason);
+    if (it == skipped.end()) it = skipped.emplace(std::string(reason), 0).first;
+    it->second += count;
+  }
 
   // Interns and appends; returns the event for further filling.
   Event& add(EventKind kind, std::string_view name, int64_t start_ns, int64_t end_ns) {
