@@ -11,7 +11,7 @@
 #include <mutex>
 #include <thread>
 
-#include "live/host_sampler.h"
+#include "live/samplers/host_sampler.h"
 
 namespace stepwatch::live {
 namespace {

@@ -25,7 +25,7 @@ stepwatch_fuzzer(fuzz_live_config)
 target_sources(fuzz_live_config PRIVATE ${PROJECT_SOURCE_DIR}/libtrace/src/live/live_config.cpp)
 # The metrics endpoint's request parser: no CUDA dependency either.
 stepwatch_fuzzer(fuzz_metrics_request)
-target_sources(fuzz_metrics_request PRIVATE ${PROJECT_SOURCE_DIR}/libtrace/src/live/metrics_http.cpp)
+target_sources(fuzz_metrics_request PRIVATE ${PROJECT_SOURCE_DIR}/libtrace/src/live/outputs/metrics_http.cpp)
 # The nsys importer: corrupted database images (seeds: make_nsys_seeds.py), and well-formed
 # exports with fuzzed rows (built with the sqlite3 C API in the target).
 stepwatch_fuzzer(fuzz_nsys_import)

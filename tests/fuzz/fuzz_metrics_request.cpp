@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "live/metrics_http.h"
+#include "live/outputs/metrics_http.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using stepwatch::live::HttpHead;

@@ -12,10 +12,10 @@
 #include <thread>
 #include <vector>
 
-#include "live/cupti_adapter.h"
+#include "cupti/cupti_adapter.h"
 #include "cupti/cupti_api.h"
 #include "fake_cupti/fake_cupti.h"
-#include "fake_cupti/recording_sink.h"
+#include "recording_sink.h"
 
 namespace stepwatch::live {
 namespace {
@@ -74,7 +74,7 @@ class CuptiAdapterTest : public ::testing::Test {
     adapter_.reset();
   }
 
-  CuptiState start() {
+  TracerState start() {
     adapter_ = std::make_unique<CuptiAdapter>();
     return adapter_->start(fake_api(), options_, sink_, detail_);
   }
@@ -94,15 +94,15 @@ class CuptiAdapterTest : public ::testing::Test {
     ASSERT_EQ(fake().complete_buffer(buf, used), 1);
   }
 
-  CuptiAdapterOptions options_;
+  GpuTracerOptions options_;
   RecordingSink sink_;
   std::string detail_;
   std::unique_ptr<CuptiAdapter> adapter_;
 };
 
 TEST_F(CuptiAdapterTest, StartSubscribesRegistersAndEnablesEverything) {
-  ASSERT_EQ(start(), CuptiState::kActive) << detail_;
-  EXPECT_EQ(adapter_->state(), CuptiState::kActive);
+  ASSERT_EQ(start(), TracerState::kActive) << detail_;
+  EXPECT_EQ(adapter_->state(), TracerState::kActive);
   EXPECT_NE(detail_.find("tracing kernels, memcpy, peer memcpy, memset, sync, runtime API, driver API"),
             std::string::npos)
       << detail_;
@@ -133,16 +133,16 @@ TEST_F(CuptiAdapterTest, StartSubscribesRegistersAndEnablesEverything) {
 }
 
 TEST_F(CuptiAdapterTest, SecondStartIsRefusedAndKeepsTheState) {
-  ASSERT_EQ(start(), CuptiState::kActive);
+  ASSERT_EQ(start(), TracerState::kActive);
   std::string detail;
-  EXPECT_EQ(adapter_->start(fake_api(), options_, sink_, detail), CuptiState::kActive);
+  EXPECT_EQ(adapter_->start(fake_api(), options_, sink_, detail), TracerState::kActive);
   EXPECT_NE(detail.find("already started"), std::string::npos);
   EXPECT_EQ(fake().subscribe_calls(), 1);
 }
 
 TEST_F(CuptiAdapterTest, AKindThatFailsIsNotedAndTheOthersRun) {
   fake().set_activity_enable_result(CUPTI_ACTIVITY_KIND_MEMORY2, CUPTI_ERROR_NOT_SUPPORTED);
-  ASSERT_EQ(start(), CuptiState::kActive);
+  ASSERT_EQ(start(), TracerState::kActive);
   EXPECT_NE(detail_.find("not enabled: device allocations (CUPTI_ERROR_NOT_SUPPORTED"), std::string::npos)
       << detail_;
   EXPECT_FALSE(fake().activity_enabled(CUPTI_ACTIVITY_KIND_MEMORY2));
@@ -152,7 +152,7 @@ TEST_F(CuptiAdapterTest, AKindThatFailsIsNotedAndTheOthersRun) {
 TEST_F(CuptiAdapterTest, AnotherSubscriberMakesUsStandDownAndNameIt) {
   fake().set_subscribe_result(CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED);
   fake().set_old_subscriber("CUPTI for Nsight Systems");
-  ASSERT_EQ(start(), CuptiState::kOtherSubscriber) << detail_;
+  ASSERT_EQ(start(), TracerState::kOtherSubscriber) << detail_;
   EXPECT_NE(detail_.find("CUPTI for Nsight Systems"), std::string::npos) << detail_;
   EXPECT_NE(detail_.find("stands down"), std::string::npos) << detail_;
   EXPECT_EQ(fake().enabled_activity_count(), 0);
@@ -166,27 +166,27 @@ TEST_F(CuptiAdapterTest, AnotherSubscriberMakesUsStandDownAndNameIt) {
 
 TEST_F(CuptiAdapterTest, AnUnnamedOtherSubscriberIsStillExplained) {
   fake().set_subscribe_result(CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED);
-  ASSERT_EQ(start(), CuptiState::kOtherSubscriber);
+  ASSERT_EQ(start(), TracerState::kOtherSubscriber);
   EXPECT_NE(detail_.find("Nsight"), std::string::npos) << detail_;
 }
 
 TEST_F(CuptiAdapterTest, SubscribeFailureIsUnavailableWithTheReason) {
   fake().set_subscribe_result(CUPTI_ERROR_NOT_INITIALIZED);
-  ASSERT_EQ(start(), CuptiState::kUnavailable);
+  ASSERT_EQ(start(), TracerState::kUnavailable);
   EXPECT_NE(detail_.find("CUPTI_ERROR_NOT_INITIALIZED"), std::string::npos) << detail_;
   EXPECT_EQ(fake().enabled_activity_count(), 0);
 }
 
 TEST_F(CuptiAdapterTest, ACuptiOtherThan13IsRefused) {
   fake().set_version(120800);
-  ASSERT_EQ(start(), CuptiState::kUnavailable);
+  ASSERT_EQ(start(), TracerState::kUnavailable);
   EXPECT_NE(detail_.find("not supported"), std::string::npos) << detail_;
   EXPECT_EQ(fake().subscribe_calls(), 0);
 }
 
 TEST_F(CuptiAdapterTest, RefusedBufferCallbacksMeanUnavailableAndNoSubscriptionLeft) {
   fake().set_register_result(CUPTI_ERROR_UNKNOWN);
-  ASSERT_EQ(start(), CuptiState::kUnavailable);
+  ASSERT_EQ(start(), TracerState::kUnavailable);
   EXPECT_FALSE(fake().is_subscribed());
 }
 
@@ -194,13 +194,13 @@ TEST_F(CuptiAdapterTest, StartByPathLoadsTheLibraryThenStarts) {
   adapter_ = std::make_unique<CuptiAdapter>();
   fake().set_subscribe_result(CUPTI_ERROR_NOT_INITIALIZED);
   std::string detail;
-  const CuptiState state = adapter_->start(std::string_view(STEPWATCH_FAKE_CUPTI_SO), options_, sink_, detail);
-  EXPECT_EQ(state, CuptiState::kUnavailable);
+  const TracerState state = adapter_->start(std::string_view(STEPWATCH_FAKE_CUPTI_SO), options_, sink_, detail);
+  EXPECT_EQ(state, TracerState::kUnavailable);
   EXPECT_NE(detail.find("CUPTI_ERROR_NOT_INITIALIZED"), std::string::npos) << detail;
 }
 
 TEST_F(CuptiAdapterTest, CompletedBuffersBecomeEventsAndGoBackZeroed) {
-  ASSERT_EQ(start(), CuptiState::kActive);
+  ASSERT_EQ(start(), TracerState::kActive);
   uint8_t* buf = nullptr;
   size_t size = 0;
   ASSERT_EQ(fake().request_buffer(&buf, &size), 1);
@@ -228,7 +228,7 @@ TEST_F(CuptiAdapterTest, CompletedBuffersBecomeEventsAndGoBackZeroed) {
   uint8_t* again = nullptr;
   ASSERT_EQ(fake().request_buffer(&again, &size), 1);
   EXPECT_EQ(again, buf);
-  const CuptiAdapterStats st = adapter_->stats();
+  const TracerStats st = adapter_->stats();
   EXPECT_EQ(st.buffers_requested, 2u);
   EXPECT_EQ(st.buffers_completed, 1u);
   EXPECT_EQ(st.records, 4u);
@@ -240,7 +240,7 @@ TEST_F(CuptiAdapterTest, CompletedBuffersBecomeEventsAndGoBackZeroed) {
 
 TEST_F(CuptiAdapterTest, AnExhaustedPoolHandsCuptiNullAndCountsTheLoss) {
   options_.max_buffers = 2;
-  ASSERT_EQ(start(), CuptiState::kActive);
+  ASSERT_EQ(start(), TracerState::kActive);
   uint8_t* a = nullptr;
   uint8_t* b = nullptr;
   uint8_t* c = nullptr;
@@ -260,7 +260,7 @@ TEST_F(CuptiAdapterTest, AnExhaustedPoolHandsCuptiNullAndCountsTheLoss) {
 
 TEST_F(CuptiAdapterTest, BuffersCompletedFromManyThreadsConcurrently) {
   options_.max_buffers = 8;
-  ASSERT_EQ(start(), CuptiState::kActive);
+  ASSERT_EQ(start(), TracerState::kActive);
   constexpr int kThreads = 8, kBuffers = 40, kKernels = 200;
   static const char* const kNames[] = {"_Z2k0v", "_Z2k1v", "_Z2k2v", "_Z2k3v"};
   std::vector<std::thread> threads;
@@ -292,7 +292,7 @@ TEST_F(CuptiAdapterTest, BuffersCompletedFromManyThreadsConcurrently) {
   for (const Event& e : ev) names.insert(e.name);
   EXPECT_EQ(names.size(), 4u);  // interned consistently across threads
   for (NameId id : names) EXPECT_EQ(sink_.name(id).substr(0, 4), "_Z2k");
-  const CuptiAdapterStats st = adapter_->stats();
+  const TracerStats st = adapter_->stats();
   EXPECT_EQ(st.buffers_completed, uint64_t{kThreads} * kBuffers);
   EXPECT_EQ(st.buffers_refused, 0u);
   EXPECT_LE(st.bytes_in_pool, 8u * (64u << 10));
@@ -300,7 +300,7 @@ TEST_F(CuptiAdapterTest, BuffersCompletedFromManyThreadsConcurrently) {
 
 TEST_F(CuptiAdapterTest, TheFlushThreadFlushesDeliversAndAdvancesTheWatermark) {
   options_.flush_period_ms = 10;
-  ASSERT_EQ(start(), CuptiState::kActive);
+  ASSERT_EQ(start(), TracerState::kActive);
   uint8_t* buf = nullptr;
   size_t size = 0;
   ASSERT_EQ(fake().request_buffer(&buf, &size), 1);
@@ -316,7 +316,7 @@ TEST_F(CuptiAdapterTest, TheFlushThreadFlushesDeliversAndAdvancesTheWatermark) {
 }
 
 TEST_F(CuptiAdapterTest, DroppedRecordsAreReported) {
-  ASSERT_EQ(start(), CuptiState::kActive);
+  ASSERT_EQ(start(), TracerState::kActive);
   fake().set_dropped(17);
   adapter_->flush();
   EXPECT_EQ(sink_.loss(LossKind::kCuptiDropped), 17u);
@@ -329,10 +329,10 @@ TEST_F(CuptiAdapterTest, DroppedRecordsAreReported) {
 
 TEST_F(CuptiAdapterTest, AFatalErrorFailsTheAdapterOnceAndStopsFlushing) {
   options_.flush_period_ms = 10;
-  ASSERT_EQ(start(), CuptiState::kActive);
+  ASSERT_EQ(start(), TracerState::kActive);
   ASSERT_TRUE(eventually([&] { return fake().flush_count() >= 1; }));
   ASSERT_EQ(fake().fire_fatal_error(CUPTI_ERROR_UNKNOWN, "device lost"), 1);
-  EXPECT_EQ(adapter_->state(), CuptiState::kFailed);
+  EXPECT_EQ(adapter_->state(), TracerState::kFailed);
   const auto lines = sink_.status_lines();
   ASSERT_EQ(lines.size(), 1u);
   EXPECT_NE(lines[0].find("fatal"), std::string::npos) << lines[0];
@@ -346,13 +346,13 @@ TEST_F(CuptiAdapterTest, AFatalErrorFailsTheAdapterOnceAndStopsFlushing) {
   adapter_->pause();
   adapter_->resume();
   adapter_->shutdown(100);
-  EXPECT_EQ(adapter_->state(), CuptiState::kFailed);
+  EXPECT_EQ(adapter_->state(), TracerState::kFailed);
   EXPECT_EQ(fake().forced_flush_count(), 0u);
   EXPECT_EQ(sink_.status_lines().size(), 1u);
 }
 
 TEST_F(CuptiAdapterTest, PauseReleasesCuptiAndResumeTakesItBack) {
-  ASSERT_EQ(start(), CuptiState::kActive);
+  ASSERT_EQ(start(), TracerState::kActive);
   uint8_t* buf = nullptr;
   size_t size = 0;
   ASSERT_EQ(fake().request_buffer(&buf, &size), 1);
@@ -360,7 +360,7 @@ TEST_F(CuptiAdapterTest, PauseReleasesCuptiAndResumeTakesItBack) {
   fake().complete_on_next_flush(buf, fake().append_kernel(buf, size, 0, "_Z1kv", t, t + 1, 1, 0, 7));
 
   adapter_->pause();
-  EXPECT_EQ(adapter_->state(), CuptiState::kPaused);
+  EXPECT_EQ(adapter_->state(), TracerState::kPaused);
   EXPECT_EQ(fake().enabled_activity_count(), 0);
   EXPECT_EQ(fake().forced_flush_count(), 1u);
   EXPECT_EQ(sink_.event_count(), 1u);  // records in flight are still delivered
@@ -369,7 +369,7 @@ TEST_F(CuptiAdapterTest, PauseReleasesCuptiAndResumeTakesItBack) {
   EXPECT_EQ(fake().flush_count(), 1u);
 
   adapter_->resume();
-  EXPECT_EQ(adapter_->state(), CuptiState::kActive);
+  EXPECT_EQ(adapter_->state(), TracerState::kActive);
   EXPECT_TRUE(fake().is_subscribed());
   EXPECT_TRUE(fake().activity_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
   EXPECT_TRUE(fake().callback_enabled(CUPTI_CB_DOMAIN_STATE, CUPTI_CBID_STATE_FATAL_ERROR));
@@ -380,22 +380,22 @@ TEST_F(CuptiAdapterTest, PauseReleasesCuptiAndResumeTakesItBack) {
 }
 
 TEST_F(CuptiAdapterTest, ResumeWhileAnotherClientHoldsCuptiNamesItAndCanRetry) {
-  ASSERT_EQ(start(), CuptiState::kActive);
+  ASSERT_EQ(start(), TracerState::kActive);
   adapter_->pause();
   fake().set_subscribe_result(CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED);
   fake().set_old_subscriber("CUPTI for torch.profiler");
   adapter_->resume();
-  EXPECT_EQ(adapter_->state(), CuptiState::kOtherSubscriber);
+  EXPECT_EQ(adapter_->state(), TracerState::kOtherSubscriber);
   const auto lines = sink_.status_lines();
   ASSERT_EQ(lines.size(), 1u);
   EXPECT_NE(lines[0].find("torch.profiler"), std::string::npos) << lines[0];
   fake().set_subscribe_result(CUPTI_SUCCESS);
   adapter_->resume();
-  EXPECT_EQ(adapter_->state(), CuptiState::kActive);
+  EXPECT_EQ(adapter_->state(), TracerState::kActive);
 }
 
 TEST_F(CuptiAdapterTest, ShutdownFlushesForcedOnceAndClosesTheSink) {
-  ASSERT_EQ(start(), CuptiState::kActive);
+  ASSERT_EQ(start(), TracerState::kActive);
   uint8_t* buf = nullptr;
   size_t size = 0;
   ASSERT_EQ(fake().request_buffer(&buf, &size), 1);
@@ -403,7 +403,7 @@ TEST_F(CuptiAdapterTest, ShutdownFlushesForcedOnceAndClosesTheSink) {
   fake().complete_on_next_flush(buf, fake().append_kernel(buf, size, 0, "_Z1kv", t, t + 1, 1, 0, 7));
   fake().set_dropped(5);
   adapter_->shutdown(2000);
-  EXPECT_EQ(adapter_->state(), CuptiState::kInactive);
+  EXPECT_EQ(adapter_->state(), TracerState::kInactive);
   EXPECT_EQ(fake().forced_flush_count(), 1u);
   EXPECT_EQ(fake().enabled_activity_count(), 0);
   EXPECT_EQ(sink_.event_count(), 1u);
@@ -421,7 +421,7 @@ TEST_F(CuptiAdapterTest, ShutdownFlushesForcedOnceAndClosesTheSink) {
 
 TEST_F(CuptiAdapterTest, ShutdownIsBoundedWhenTheFlushThreadHangsInFlushAll) {
   options_.flush_period_ms = 10;
-  ASSERT_EQ(start(), CuptiState::kActive);
+  ASSERT_EQ(start(), TracerState::kActive);
   fake().set_flush_blocks(1);
   ASSERT_TRUE(eventually([&] { return fake().flushes_blocked() == 1; }));
   const auto t0 = std::chrono::steady_clock::now();
@@ -438,7 +438,7 @@ TEST_F(CuptiAdapterTest, ShutdownIsBoundedWhenTheFlushThreadHangsInFlushAll) {
 }
 
 TEST_F(CuptiAdapterTest, ShutdownIsBoundedWhenTheFinalFlushHangs) {
-  ASSERT_EQ(start(), CuptiState::kActive);
+  ASSERT_EQ(start(), TracerState::kActive);
   fake().set_flush_blocks(1);
   const auto t0 = std::chrono::steady_clock::now();
   adapter_->shutdown(150);
@@ -453,7 +453,7 @@ TEST_F(CuptiAdapterTest, ShutdownIsBoundedWhenTheFinalFlushHangs) {
 }
 
 TEST_F(CuptiAdapterTest, DisableInChildTouchesNothingInAForkedChild) {
-  ASSERT_EQ(start(), CuptiState::kActive);
+  ASSERT_EQ(start(), TracerState::kActive);
   deliver_kernels(2);
   const pid_t pid = fork();
   ASSERT_GE(pid, 0);
@@ -463,7 +463,7 @@ TEST_F(CuptiAdapterTest, DisableInChildTouchesNothingInAForkedChild) {
     const uint64_t flushes = fake().flush_count();
     adapter_->disable_in_child();
     int code = 0;
-    if (adapter_->state() != CuptiState::kFailed) code |= 1;
+    if (adapter_->state() != TracerState::kFailed) code |= 1;
     adapter_->flush();
     adapter_->pause();
     adapter_->resume();
@@ -483,13 +483,13 @@ TEST_F(CuptiAdapterTest, DisableInChildTouchesNothingInAForkedChild) {
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0);
   // The parent is unaffected.
-  EXPECT_EQ(adapter_->state(), CuptiState::kActive);
+  EXPECT_EQ(adapter_->state(), TracerState::kActive);
   deliver_kernels(1);
   EXPECT_EQ(sink_.event_count(), 3u);
 }
 
 TEST_F(CuptiAdapterTest, CallbacksCountBlockingCallsLaunchesAndResources) {
-  ASSERT_EQ(start(), CuptiState::kActive);
+  ASSERT_EQ(start(), TracerState::kActive);
   uint64_t slot = 0;
   ASSERT_EQ(fake().fire_callback(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020,
                                  0, 1, &slot),
@@ -503,7 +503,7 @@ TEST_F(CuptiAdapterTest, CallbacksCountBlockingCallsLaunchesAndResources) {
   EXPECT_EQ(fake().fire_callback(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020, 0, 3,
                                  nullptr),
             0);  // not enabled
-  const CuptiAdapterStats st = adapter_->stats();
+  const TracerStats st = adapter_->stats();
   EXPECT_EQ(st.api_callbacks, 2u);
   EXPECT_EQ(st.blocking_calls, 1u);
   EXPECT_GE(st.blocking_ns, 2'000'000);
@@ -515,7 +515,7 @@ TEST_F(CuptiAdapterTest, CallbacksCountBlockingCallsLaunchesAndResources) {
 TEST_F(CuptiAdapterTest, SilentBufferCallbacksWhileCudaCallsContinueAreReportedOnce) {
   options_.flush_period_ms = 10;
   options_.silent_flush_periods = 3;
-  ASSERT_EQ(start(), CuptiState::kActive);
+  ASSERT_EQ(start(), TracerState::kActive);
   // Another client re-registered the activity callbacks: CUDA calls go on, no buffer comes back.
   const auto deadline = std::chrono::steady_clock::now() + 3s;
   while (sink_.status_lines().empty() && std::chrono::steady_clock::now() < deadline) {
@@ -539,7 +539,7 @@ TEST_F(CuptiAdapterTest, SilentBufferCallbacksWhileCudaCallsContinueAreReportedO
 TEST_F(CuptiAdapterTest, BuffersKeepingUpMeansNoLivenessWarning) {
   options_.flush_period_ms = 10;
   options_.silent_flush_periods = 3;
-  ASSERT_EQ(start(), CuptiState::kActive);
+  ASSERT_EQ(start(), TracerState::kActive);
   for (int i = 0; i < 20; ++i) {
     uint64_t slot = 0;
     fake().fire_callback(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 0, 1, &slot);
@@ -551,9 +551,9 @@ TEST_F(CuptiAdapterTest, BuffersKeepingUpMeansNoLivenessWarning) {
 }
 
 TEST(CuptiStateTest, Names) {
-  EXPECT_EQ(to_string(CuptiState::kActive), "active");
-  EXPECT_EQ(to_string(CuptiState::kOtherSubscriber), "other_subscriber");
-  EXPECT_EQ(to_string(CuptiState::kFailed), "failed");
+  EXPECT_EQ(to_string(TracerState::kActive), "active");
+  EXPECT_EQ(to_string(TracerState::kOtherSubscriber), "other_subscriber");
+  EXPECT_EQ(to_string(TracerState::kFailed), "failed");
 }
 
 }  // namespace

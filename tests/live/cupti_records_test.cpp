@@ -7,11 +7,11 @@
 #include <cstring>
 #include <string>
 
-#include "live/cupti_adapter.h"
+#include "cupti/cupti_adapter.h"
 #include "cupti/cupti_api.h"
 #include "cupti/cupti_records.h"
 #include "fake_cupti/cupti_record_builder.h"
-#include "fake_cupti/recording_sink.h"
+#include "recording_sink.h"
 #include "stepwatch/core/event.h"
 
 namespace stepwatch::live {

@@ -15,8 +15,8 @@
 #include <string>
 #include <thread>
 
-#include "fake_cupti/recording_sink.h"
-#include "live/host_sampler.h"
+#include "recording_sink.h"
+#include "live/samplers/host_sampler.h"
 #include "live/live_config.h"
 #include "live_config_support.h"
 

@@ -2,7 +2,7 @@
 // -> one line with the fix direction, recovery -> cleared; the collective-wait signal alike.
 #include <gtest/gtest.h>
 
-#include "live/individual_score.h"
+#include "live/outputs/individual_score.h"
 
 namespace stepwatch::live {
 namespace {

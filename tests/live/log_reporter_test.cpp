@@ -7,7 +7,7 @@
 
 #include <spdlog/logger.h>
 
-#include "live/log_reporter.h"
+#include "live/outputs/log_reporter.h"
 
 namespace stepwatch::live {
 namespace {

@@ -18,10 +18,10 @@
 #include "live/live_config.h"
 #include "live_config_support.h"
 #include "live/live_session.h"
-#include "live/metrics_exporter.h"
-#include "live/metrics_http.h"
-#include "live/prometheus_text.h"
-#include "live/run_metrics.h"
+#include "live/outputs/metrics_exporter.h"
+#include "live/outputs/metrics_http.h"
+#include "live/outputs/prometheus_text.h"
+#include "live/outputs/run_metrics.h"
 
 namespace stepwatch::live {
 namespace {

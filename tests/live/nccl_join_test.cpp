@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "live/live_pipeline.h"
-#include "live/nccl_join.h"
+#include "core/nccl_join.h"
 
 namespace stepwatch::live {
 namespace {

@@ -12,9 +12,9 @@
 #include <thread>
 #include <vector>
 
-#include "fake_cupti/recording_sink.h"
+#include "recording_sink.h"
 #include "live/live_config.h"
-#include "live/nvml_sampler.h"
+#include "live/samplers/nvml_sampler.h"
 #include "live_config_support.h"
 #include "stepwatch/core/analysis.h"
 #include "stepwatch/core/gpu_samples.h"

@@ -15,7 +15,7 @@
 
 #include <gtest/gtest.h>
 
-#include "live/event_sink.h"
+#include "core/event_sink.h"
 #include "stepwatch/core/event.h"
 
 extern char** environ;

@@ -11,8 +11,8 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/logger.h>
 
-#include "live/log_reporter.h"
-#include "live/run_outputs.h"
+#include "live/outputs/log_reporter.h"
+#include "live/outputs/run_outputs.h"
 
 namespace stepwatch::live {
 namespace {

@@ -129,7 +129,7 @@ int main(int argc, char** argv) {
   // Synthetic clock: a day ahead of the real one, so the adapter's own watermark (real time) never
   // runs ahead of ours. Per step: 2 ms of data loading, then K launches 10 µs apart, each kernel
   // starting 4 µs after its launch and running 8 µs (the GPU idles 2 µs between kernels).
-  const int64_t t0 = stepwatch::live::now_ns() + 86'400'000'000'000LL;
+  const int64_t t0 = stepwatch::now_ns() + 86'400'000'000'000LL;
   const int64_t spacing = 10'000, data_ns = 2'000'000;
   const int64_t step_ns = data_ns + int64_t(opt.kernels_per_step) * spacing + 50'000;
   auto step_start = [&](long long s) { return t0 + s * step_ns; };

@@ -12,7 +12,7 @@ jobs=$(nproc 2>/dev/null || echo 2)
 
 echo "== tsan: build ($bdir) =="
 cmake -S . -B "$bdir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTEPWATCH_TSAN=ON -DSTEPWATCH_BUILD_BENCH=OFF >/dev/null
-targets=(stepwatch_unit_tests)
+targets=(stepwatch_unit_tests stepwatch_live_base_tests)
 known=$(cmake --build "$bdir" --target help 2>/dev/null || true)
 live=0
 if grep -qw stepwatch_live_tests <<<"$known"; then
@@ -30,9 +30,13 @@ cmake --build "$bdir" -j"$jobs" --target "${targets[@]}"
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 history_size=4 ${TSAN_OPTIONS:-}"
 echo "== tsan: unit (NameTable) =="
 "$bdir/bin/stepwatch_unit_tests" --gtest_brief=1 --gtest_filter='NameTable.*'
+# The CUDA-free live parts: queues, the samplers' threads (the /proc host sampler, NVML through the
+# fake library).
+base_filter='EventQueues.*:HostSamplerLive.*:NvmlSampler.SamplesEveryVisibleGpuAsNvmlEvents:NvmlSamplerPipeline.*'
+echo "== tsan: live base ($base_filter) =="
+"$bdir/bin/stepwatch_live_base_tests" --gtest_brief=1 --gtest_filter="$base_filter"
 if [ "$live" = 1 ]; then
-  filter='EventQueues.*'
-  filter+=':NvtxHooksTest.ManyThreadsPushPopAndStartEndConcurrently:NvtxHooksTest.ConcurrentRegistrationGivesOneHandlePerNameAndText'
+  filter='NvtxHooksTest.ManyThreadsPushPopAndStartEndConcurrently:NvtxHooksTest.ConcurrentRegistrationGivesOneHandlePerNameAndText'
   filter+=':NvtxHooksTest.StartEndPairsAcrossThreads:NvtxInjection.*'
   filter+=':CuptiAdapterTest.BuffersCompletedFromManyThreadsConcurrently:CuptiAdapterTest.TheFlushThreadFlushesDeliversAndAdvancesTheWatermark'
   filter+=':CuptiAdapterTest.ShutdownFlushesForcedOnceAndClosesTheSink:CuptiBufferPoolTest.ConcurrentUseNeverExceedsTheCap'
@@ -42,9 +46,7 @@ if [ "$live" = 1 ]; then
   # The 64-thread launch storm and SIGTERM under the default disposition. Not the host handler that
   # calls exit() from the signal: that is the host's async-signal-unsafe choice, which TSan reports.
   filter+=':LiveStorm.*:LiveSignals.SigtermDuringAFlushEndsTheProcessAtOnceWithValidFiles'
-  # The samplers' threads (the /proc host sampler, NVML through the fake library) and the metrics
-  # server thread reading the analysis thread's snapshot while sessions run.
-  filter+=':HostSamplerLive.*:NvmlSampler.SamplesEveryVisibleGpuAsNvmlEvents:NvmlSamplerPipeline.*'
+  # The metrics server thread reading the analysis thread's snapshot while sessions run.
   filter+=':MetricsHttpServer.ServesOverASocketAndRefusesGarbage:MultiRankOutputs.*'
   echo "== tsan: live ($filter) =="
   "$bdir/bin/stepwatch_live_tests" --gtest_brief=1 --gtest_filter="$filter"

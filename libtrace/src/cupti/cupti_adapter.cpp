@@ -1,4 +1,4 @@
-#include "live/cupti_adapter.h"
+#include "cupti/cupti_adapter.h"
 
 #include <pthread.h>
 #include <signal.h>
@@ -14,21 +14,9 @@
 #include "cupti/cupti_api.h"
 #include "cupti/cupti_callbacks.h"
 #include "cupti/cupti_records.h"
-#include "live/quiet_thread.h"
+#include "core/quiet_thread.h"
 
 namespace stepwatch::live {
-
-std::string_view to_string(CuptiState state) {
-  switch (state) {
-    case CuptiState::kInactive: return "inactive";
-    case CuptiState::kActive: return "active";
-    case CuptiState::kPaused: return "paused";
-    case CuptiState::kUnavailable: return "unavailable";
-    case CuptiState::kOtherSubscriber: return "other_subscriber";
-    case CuptiState::kFailed: return "failed";
-  }
-  return "unknown";
-}
 
 const CuptiApi* load_cupti_api(std::string_view explicit_path, std::string& error) noexcept {
   try {
@@ -65,7 +53,7 @@ constexpr TracedKind kTracedKinds[] = {
     {CUPTI_ACTIVITY_KIND_MEMORY2, "device allocations"},
 };
 
-CuptiAdapterOptions sanitized(CuptiAdapterOptions o) {
+GpuTracerOptions sanitized(GpuTracerOptions o) {
   o.flush_period_ms = std::clamp<int64_t>(o.flush_period_ms, 10, 60'000);
   o.buffer_bytes = std::clamp<int64_t>(o.buffer_bytes, 64ll << 10, 256ll << 20) & ~int64_t{7};
   o.max_buffers = std::clamp(o.max_buffers, 1, 4096);
@@ -83,7 +71,7 @@ std::string version_text(uint32_t v) {
 
 class CuptiAdapterCore : public std::enable_shared_from_this<CuptiAdapterCore> {
  public:
-  CuptiState start(const CuptiApi* api, const CuptiAdapterOptions& options, EventSink& sink,
+  TracerState start(const CuptiApi* api, const GpuTracerOptions& options, EventSink& sink,
                    std::string& detail, std::string_view load_error) noexcept;
   void flush() noexcept;
   void pause() noexcept;
@@ -91,8 +79,8 @@ class CuptiAdapterCore : public std::enable_shared_from_this<CuptiAdapterCore> {
   void shutdown(int64_t timeout_ms) noexcept;
   void disable_in_child() noexcept;
   void detach_from_cupti() noexcept;  // test adapters being destroyed
-  CuptiState state() const noexcept { return state_.load(std::memory_order_acquire); }
-  CuptiAdapterStats stats() const noexcept;
+  TracerState state() const noexcept { return state_.load(std::memory_order_acquire); }
+  TracerStats stats() const noexcept;
 
   // ---- CUPTI entry points. Every one catches everything (they run inside CUDA calls). ----
   static void CUPTIAPI on_buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) noexcept;
@@ -123,7 +111,7 @@ class CuptiAdapterCore : public std::enable_shared_from_this<CuptiAdapterCore> {
     bool ok_ = false;
   };
 
-  CuptiState bring_up(std::string& detail);  // control_mu_ held
+  TracerState bring_up(std::string& detail);  // control_mu_ held
   void release_subscription();               // control_mu_ held
   void start_flush_thread(std::string& detail);
   bool stop_flush_thread(Clock::time_point deadline);
@@ -139,13 +127,13 @@ class CuptiAdapterCore : public std::enable_shared_from_this<CuptiAdapterCore> {
 
   // Set by start(), constant afterwards: read without locks by callbacks and threads.
   CuptiApi api_;
-  CuptiAdapterOptions options_;
+  GpuTracerOptions options_;
   EventSink* sink_ = nullptr;
   std::unique_ptr<ActivityBufferPool> pool_;
   std::unique_ptr<RecordConverter> converter_;
   CallbackCounters callbacks_;
 
-  std::atomic<CuptiState> state_{CuptiState::kInactive};
+  std::atomic<TracerState> state_{TracerState::kInactive};
   std::atomic<bool> in_child_{false};
 
   // Serializes the control calls (start/pause/resume/shutdown) and guards the fields below it.
@@ -197,11 +185,11 @@ std::atomic<CuptiAdapterCore*> g_buffer_owner{nullptr};
 
 // ---- start / bring-up -------------------------------------------------------------------------
 
-CuptiState CuptiAdapterCore::start(const CuptiApi* api, const CuptiAdapterOptions& options, EventSink& sink,
+TracerState CuptiAdapterCore::start(const CuptiApi* api, const GpuTracerOptions& options, EventSink& sink,
                                    std::string& detail, std::string_view load_error) noexcept {
   try {
     std::lock_guard lock(control_mu_);
-    if (in_child_.load()) return CuptiState::kFailed;
+    if (in_child_.load()) return TracerState::kFailed;
     if (started_) {
       detail = "the CUPTI adapter was already started (state: " + std::string(to_string(state())) + ")";
       return state();
@@ -210,7 +198,7 @@ CuptiState CuptiAdapterCore::start(const CuptiApi* api, const CuptiAdapterOption
     options_ = sanitized(options);
     sink_ = &sink;
     sink_open_.store(true);
-    CuptiState result = CuptiState::kUnavailable;
+    TracerState result = TracerState::kUnavailable;
     if (api == nullptr) {
       detail = "CUPTI (libcupti.so.13) could not be loaded: " + std::string(load_error) +
                "; GPU tracing is off, NVTX ranges and C-API marks are still recorded";
@@ -237,12 +225,12 @@ CuptiState CuptiAdapterCore::start(const CuptiApi* api, const CuptiAdapterOption
     return result;
   } catch (...) {
     detail = "the CUPTI adapter failed to start (out of memory)";
-    state_.store(CuptiState::kFailed);
-    return CuptiState::kFailed;
+    state_.store(TracerState::kFailed);
+    return TracerState::kFailed;
   }
 }
 
-CuptiState CuptiAdapterCore::bring_up(std::string& detail) {
+TracerState CuptiAdapterCore::bring_up(std::string& detail) {
   if (!subscribed_) {
     // CUPTI writes the name of the tool that holds the subscription here (>= 64 bytes).
     char other[2 * CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN] = {};
@@ -259,7 +247,7 @@ CuptiState CuptiAdapterCore::bring_up(std::string& detail) {
                                                : std::string("unnamed: Nsight Systems/Compute, a debugger or a profiler");
       detail = "another CUPTI client holds the subscription (" + who +
                "): stepwatch stands down from GPU tracing; NVTX ranges and C-API marks are still recorded";
-      return CuptiState::kOtherSubscriber;
+      return TracerState::kOtherSubscriber;
     }
     if (r != CUPTI_SUCCESS) {
       detail = "CUPTI refused to start: cuptiSubscribe_v2 -> " + cupti_result_text(api_, r);
@@ -267,7 +255,7 @@ CuptiState CuptiAdapterCore::bring_up(std::string& detail) {
         detail += " (no GPU, or a driver older than CUDA 13?)";
       }
       detail += "; GPU tracing is off";
-      return CuptiState::kUnavailable;
+      return TracerState::kUnavailable;
     }
     subscribed_ = true;
   }
@@ -303,7 +291,7 @@ CuptiState CuptiAdapterCore::bring_up(std::string& detail) {
       CUPTI_SUCCESS) {
     release_subscription();
     detail = "CUPTI refused the activity buffer callbacks; GPU tracing is off";
-    return CuptiState::kUnavailable;
+    return TracerState::kUnavailable;
   }
   // Pitfall 8: cudaEventQuery/cudaStreamQuery polling (PyTorch's allocator, the NCCL watchdog)
   // would otherwise flood SYNCHRONIZATION records.
@@ -343,12 +331,12 @@ CuptiState CuptiAdapterCore::bring_up(std::string& detail) {
   if (enabled_kinds_.empty()) {
     release_subscription();
     detail = "CUPTI enabled no activity kind: " + refused + "; GPU tracing is off";
-    return CuptiState::kUnavailable;
+    return TracerState::kUnavailable;
   }
   detail = "CUPTI " + version_text(cupti_version_.load()) + ": tracing " + traced;
   if (!refused.empty()) detail += "; not enabled: " + refused;
   detail += notes;
-  return CuptiState::kActive;
+  return TracerState::kActive;
 }
 
 void CuptiAdapterCore::release_subscription() {
@@ -424,11 +412,11 @@ void CuptiAdapterCore::tick() noexcept {
   // Taken before the flush: every record that completed before `t` is delivered by the time
   // FlushAll(0) returns (or is being parsed on another thread: see wait_for_parses).
   const int64_t t = now_ns();
-  if (state() == CuptiState::kActive) {
+  if (state() == TracerState::kActive) {
     // NOTE: no lock of ours is held here — bufferCompleted runs inside FlushAll (see control_mu_).
     if (SW_CUPTI_CALL(api_, cuptiActivityFlushAll(0)) == CUPTI_SUCCESS) flushes_.fetch_add(1);
     wait_for_parses(std::chrono::milliseconds(std::min<int64_t>(options_.flush_period_ms / 2, 50)));
-    if (state() == CuptiState::kActive) poll_dropped();
+    if (state() == TracerState::kActive) poll_dropped();
   }
   SinkLease lease(*this);
   if (lease) sink_->advance_watermark(t);
@@ -458,7 +446,7 @@ void CuptiAdapterCore::check_liveness() noexcept {
     if (liveness_reset_.exchange(false)) silent_periods_ = 0;
     const uint64_t buffers = buffers_requested_.load() + buffers_completed_.load();
     const uint64_t calls = callbacks_.totals().api_calls;
-    if (state() != CuptiState::kActive) {
+    if (state() != TracerState::kActive) {
       silent_periods_ = 0;
     } else if (buffers != seen_buffers_) {
       silent_periods_ = 0;
@@ -494,9 +482,9 @@ void CuptiAdapterCore::pause() noexcept {
     uint64_t epoch = 0;
     {
       std::lock_guard lock(control_mu_);
-      if (shut_down_ || state() != CuptiState::kActive) return;
+      if (shut_down_ || state() != TracerState::kActive) return;
       // From here the flush thread stops calling CUPTI.
-      state_.store(CuptiState::kPaused, std::memory_order_release);
+      state_.store(TracerState::kPaused, std::memory_order_release);
       for (CUpti_ActivityKind kind : enabled_kinds_) SW_CUPTI_CALL(api_, cuptiActivityDisable(kind));
       enabled_kinds_.clear();
       epoch = ++pause_epoch_;
@@ -508,7 +496,7 @@ void CuptiAdapterCore::pause() noexcept {
     poll_dropped();
     std::lock_guard lock(control_mu_);
     // A resume() that ran during the flush took CUPTI back already: leave its subscription alone.
-    if (state() == CuptiState::kPaused && pause_epoch_ == epoch) release_subscription();
+    if (state() == TracerState::kPaused && pause_epoch_ == epoch) release_subscription();
   } catch (...) {
   }
 }
@@ -516,17 +504,17 @@ void CuptiAdapterCore::pause() noexcept {
 void CuptiAdapterCore::resume() noexcept {
   try {
     std::string detail;
-    CuptiState result;
+    TracerState result;
     {
       std::lock_guard lock(control_mu_);
       // Also after a refused start or resume: the other client may have let go since.
-      const CuptiState now = state();
-      if (shut_down_ || (now != CuptiState::kPaused && now != CuptiState::kOtherSubscriber) || !pool_) return;
+      const TracerState now = state();
+      if (shut_down_ || (now != TracerState::kPaused && now != TracerState::kOtherSubscriber) || !pool_) return;
       result = bring_up(detail);
       state_.store(result, std::memory_order_release);
     }
     liveness_reset_.store(true);
-    if (result != CuptiState::kActive) status("could not resume GPU tracing: " + detail);
+    if (result != TracerState::kActive) status("could not resume GPU tracing: " + detail);
   } catch (...) {
   }
 }
@@ -540,12 +528,12 @@ void CuptiAdapterCore::shutdown(int64_t timeout_ms) noexcept {
       std::lock_guard lock(control_mu_);
       if (shut_down_) return;
       shut_down_ = true;
-      if (state() == CuptiState::kActive) kinds = enabled_kinds_;
+      if (state() == TracerState::kActive) kinds = enabled_kinds_;
     }
     const bool flush_thread_stopped = stop_flush_thread(deadline);
     // The final flush only when we own CUPTI, and not behind a flush thread stuck in FlushAll (a
     // second FlushAll would queue behind it).
-    if (!kinds.empty() && flush_thread_stopped && state() == CuptiState::kActive) {
+    if (!kinds.empty() && flush_thread_stopped && state() == TracerState::kActive) {
       struct Done {
         std::mutex mu;
         std::condition_variable cv;
@@ -596,10 +584,10 @@ void CuptiAdapterCore::shutdown(int64_t timeout_ms) noexcept {
     while (sink_users_.load() > 0 && Clock::now() < deadline) {
       std::this_thread::sleep_for(std::chrono::microseconds(200));
     }
-    CuptiState expected = CuptiState::kActive;
-    if (!state_.compare_exchange_strong(expected, CuptiState::kInactive)) {
-      expected = CuptiState::kPaused;
-      state_.compare_exchange_strong(expected, CuptiState::kInactive);
+    TracerState expected = TracerState::kActive;
+    if (!state_.compare_exchange_strong(expected, TracerState::kInactive)) {
+      expected = TracerState::kPaused;
+      state_.compare_exchange_strong(expected, TracerState::kInactive);
     }
   } catch (...) {
   }
@@ -609,7 +597,7 @@ void CuptiAdapterCore::disable_in_child() noexcept {
   // Runs in a forked child: the parent's threads (CUPTI's, our flush thread) do not exist here,
   // and any mutex may have been copied locked. Atomic stores only; no lock, no CUPTI call.
   in_child_.store(true);
-  state_.store(CuptiState::kFailed);
+  state_.store(TracerState::kFailed);
   sink_open_.store(false);
   // The std::thread names a thread of the parent: joining or destroying it here is undefined.
   // Leaked (never touched again; shutdown() returns at once in the child).
@@ -621,7 +609,7 @@ void CuptiAdapterCore::detach_from_cupti() noexcept {
     CuptiAdapterCore* self = this;
     g_buffer_owner.compare_exchange_strong(self, nullptr);
     // kFailed: after a fatal error CUPTI finalized itself (no call of ours), or a forked child.
-    if (in_child_.load() || state() == CuptiState::kFailed) return;
+    if (in_child_.load() || state() == TracerState::kFailed) return;
     std::lock_guard lock(control_mu_);
     // The subscriber callback carries this core as userdata: unsubscribe before it goes away.
     release_subscription();
@@ -722,7 +710,7 @@ void CUPTIAPI CuptiAdapterCore::on_callback(void* userdata, CUpti_CallbackDomain
 void CuptiAdapterCore::fatal_error(const CUpti_StateData* data) noexcept {
   // CUPTI finalizes itself after this callback: from now on no CUPTI call of ours (the flush
   // thread stops flushing; it keeps advancing the watermark so NVTX-only steps are still judged).
-  state_.store(CuptiState::kFailed, std::memory_order_release);
+  state_.store(TracerState::kFailed, std::memory_order_release);
   if (fatal_reported_.exchange(true)) return;
   try {
     std::string line = "CUPTI reported a fatal error";
@@ -740,8 +728,8 @@ void CuptiAdapterCore::fatal_error(const CUpti_StateData* data) noexcept {
 
 // ---- stats ------------------------------------------------------------------------------------
 
-CuptiAdapterStats CuptiAdapterCore::stats() const noexcept {
-  CuptiAdapterStats s;
+TracerStats CuptiAdapterCore::stats() const noexcept {
+  TracerStats s;
   const CallbackTotals cb = callbacks_.totals();
   s.buffers_requested = buffers_requested_.load(std::memory_order_relaxed);
   s.buffers_completed = buffers_completed_.load(std::memory_order_relaxed);
@@ -784,21 +772,21 @@ CuptiAdapter::~CuptiAdapter() {
   core_->detach_from_cupti();
 }
 
-CuptiState CuptiAdapter::start(const CuptiApi& api, const CuptiAdapterOptions& options, EventSink& sink,
+TracerState CuptiAdapter::start(const CuptiApi& api, const GpuTracerOptions& options, EventSink& sink,
                                std::string& detail) noexcept {
   return core_->start(&api, options, sink, detail, {});
 }
 
-CuptiState CuptiAdapter::start(std::string_view cupti_path, const CuptiAdapterOptions& options, EventSink& sink,
+TracerState CuptiAdapter::start(std::string_view cupti_path, const GpuTracerOptions& options, EventSink& sink,
                                std::string& detail) noexcept {
   try {
     std::string load_error;
     const CuptiApi* api = load_cupti_api(cupti_path, load_error);
-    const CuptiState state = core_->start(api, options, sink, detail, load_error);
+    const TracerState state = core_->start(api, options, sink, detail, load_error);
     if (api != nullptr && !load_error.empty()) detail += "; note: " + load_error;
     return state;
   } catch (...) {
-    return CuptiState::kFailed;
+    return TracerState::kFailed;
   }
 }
 
@@ -807,7 +795,7 @@ void CuptiAdapter::pause() noexcept { core_->pause(); }
 void CuptiAdapter::resume() noexcept { core_->resume(); }
 void CuptiAdapter::shutdown(int64_t timeout_ms) noexcept { core_->shutdown(timeout_ms); }
 void CuptiAdapter::disable_in_child() noexcept { core_->disable_in_child(); }
-CuptiState CuptiAdapter::state() const noexcept { return core_->state(); }
-CuptiAdapterStats CuptiAdapter::stats() const noexcept { return core_->stats(); }
+TracerState CuptiAdapter::state() const noexcept { return core_->state(); }
+TracerStats CuptiAdapter::stats() const noexcept { return core_->stats(); }
 
 }  // namespace stepwatch::live

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <string>
 
-#include "live/cupti_adapter.h"
+#include "cupti/cupti_adapter.h"
 
 #ifndef STEPWATCH_DEFAULT_CUPTI_DIR
 #define STEPWATCH_DEFAULT_CUPTI_DIR "/usr/local/cuda/lib64"
@@ -15,7 +15,7 @@
 namespace stepwatch::live {
 namespace {
 
-std::atomic<CuptiLogFn> g_log_fn{nullptr};
+std::atomic<TracerLogFn> g_log_fn{nullptr};
 
 template <typename Fn>
 void resolve_one(void* handle, const char* name, Fn& slot, std::string& missing) {
@@ -29,10 +29,10 @@ void resolve_one(void* handle, const char* name, Fn& slot, std::string& missing)
 
 }  // namespace
 
-void set_cupti_log(CuptiLogFn fn) noexcept { g_log_fn.store(fn, std::memory_order_release); }
+void set_cupti_log(TracerLogFn fn) noexcept { g_log_fn.store(fn, std::memory_order_release); }
 
 void cupti_log(std::string_view line) noexcept {
-  if (CuptiLogFn fn = g_log_fn.load(std::memory_order_acquire)) {
+  if (TracerLogFn fn = g_log_fn.load(std::memory_order_acquire)) {
     fn(line);
     return;
   }

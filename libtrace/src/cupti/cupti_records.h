@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "cupti/cupti_api.h"
-#include "live/event_sink.h"
+#include "core/event_sink.h"
 #include "stepwatch/core/event.h"
 
 namespace stepwatch::live {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <limits>
 
-#include "live/nccl_join.h"
+#include "core/nccl_join.h"
 #include "stepwatch/core/timeline.h"
 #include "stepwatch/detectors/registry.h"
 

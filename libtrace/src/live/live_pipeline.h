@@ -13,9 +13,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "live/event_sink.h"
+#include "core/event_sink.h"
 #include "live/live_config.h"
-#include "live/live_reporter.h"
+#include "live/outputs/live_reporter.h"
 #include "stepwatch/core/detector.h"
 #include "stepwatch/core/step_ring.h"
 #include "stepwatch/core/step_window.h"

@@ -14,8 +14,8 @@
 
 #include <spdlog/logger.h>
 
-#include "live/cupti_adapter.h"
-#include "live/quiet_thread.h"
+#include "core/gpu_tracer.h"
+#include "core/quiet_thread.h"
 
 namespace stepwatch::live {
 namespace {
@@ -162,17 +162,17 @@ void LiveSession::status(std::string_view line) noexcept {
 void LiveSession::start_gpu_tracing() noexcept {
   if (!enabled()) return;
   try {
-    CuptiAdapterOptions options;
+    GpuTracerOptions options;
     options.flush_period_ms = config_.flush_period_ms;
     options.buffer_bytes = config_.cupti_buffer_bytes;
     options.max_buffers = config_.cupti_max_buffers;
     std::string detail;
     // CUPTI call failures go to the job log like every other line of ours.
-    set_cupti_log([](std::string_view line) noexcept {
+    cupti_tracer().set_log([](std::string_view line) noexcept {
       if (LiveSession* s = g_session.load()) s->status(line);
     });
-    const CuptiState state = start_cupti(config_.cupti_path, options, *this, detail);
-    if (state == CuptiState::kActive) {
+    const TracerState state = cupti_tracer().start(config_.cupti_path, options, *this, detail);
+    if (state == TracerState::kActive) {
       gpu_traced_.store(true);
       if (config_.nvml && !nvml_) {
         // NVML loads on the sampler's own thread: nothing here blocks the application's first CUDA call.
@@ -197,14 +197,14 @@ void LiveSession::start_gpu_tracing() noexcept {
 void LiveSession::disable_in_child() noexcept {
   disabled_.store(true);
   shut_down_.store(true);  // the child's atexit must not touch the parent's threads
-  CuptiAdapter::instance().disable_in_child();
+  cupti_tracer().disable_in_child();
   if (metrics_) metrics_->close_in_child();
 }
 
 void LiveSession::shutdown() noexcept {
   if (shut_down_.exchange(true)) return;
   try {
-    if (gpu_traced_.load()) CuptiAdapter::instance().shutdown(/*timeout_ms=*/2000);
+    if (gpu_traced_.load()) cupti_tracer().shutdown(/*timeout_ms=*/2000);
     // The samplers' last ranges and samples reach the final pass.
     if (host_sampler_) host_sampler_->stop();
     if (nvml_) nvml_->stop();
@@ -312,7 +312,7 @@ void LiveSession::analysis_cycle(bool final_pass, bool exact_watermark) {
     SelfOverhead o;
     o.analysis_cpu_ns = thread_cpu_ns();
     o.wall_ns = now_ns() - start_ns_;
-    const CuptiAdapterStats st = CuptiAdapter::instance().stats();
+    const TracerStats st = cupti_tracer().stats();
     o.callback_ns = st.callback_ns;
     o.cupti_overhead_ns = st.cupti_overhead_ns;
     outputs_->write_exit_summary(losses, o);
@@ -405,7 +405,7 @@ int LiveSession::phase_pop() noexcept {
 int LiveSession::flush() noexcept {
   if (!enabled()) return STEPWATCH_ERROR_DISABLED;
   try {
-    if (gpu_traced_.load()) CuptiAdapter::instance().flush();
+    if (gpu_traced_.load()) cupti_tracer().flush();
     std::unique_lock<std::mutex> lock(loop_mu_);
     const uint64_t target = cycles_ + 2;  // a full cycle that started after this call
     wake_ = true;
@@ -428,7 +428,7 @@ int LiveSession::pause() noexcept {
       paused_ = true;
       untraced_.emplace_back(now_ns(), INT64_MAX);
     }
-    CuptiAdapter::instance().pause();
+    cupti_tracer().pause();
     log_->info("paused: CUPTI released for another client (stepwatch_resume takes it back)");
   } catch (...) {
     return STEPWATCH_ERROR_INTERNAL;
@@ -445,8 +445,8 @@ int LiveSession::resume() noexcept {
       paused_ = false;
       untraced_.back().second = now_ns();
     }
-    CuptiAdapter::instance().resume();
-    const bool ok = CuptiAdapter::instance().state() == CuptiState::kActive;
+    cupti_tracer().resume();
+    const bool ok = cupti_tracer().state() == TracerState::kActive;
     log_->info(ok ? "resumed: GPU tracing again" : "could not take CUPTI back: GPU tracing stays off");
     if (!ok) gpu_traced_.store(false);
   } catch (...) {

@@ -17,14 +17,14 @@
 #include <vector>
 
 #include "live/event_queue.h"
-#include "live/event_sink.h"
-#include "live/host_sampler.h"
+#include "core/event_sink.h"
+#include "live/samplers/host_sampler.h"
 #include "live/live_config.h"
 #include "live/live_pipeline.h"
-#include "live/log_reporter.h"
-#include "live/nvml_sampler.h"
-#include "live/metrics_exporter.h"
-#include "live/run_outputs.h"
+#include "live/outputs/log_reporter.h"
+#include "live/samplers/nvml_sampler.h"
+#include "live/outputs/metrics_exporter.h"
+#include "live/outputs/run_outputs.h"
 #include "stepwatch/stepwatch.h"
 
 namespace stepwatch::live {

@@ -8,7 +8,7 @@
 // NCCL's "NCCL" domain are submitted too, with the domain's name as prefix ("NCCL:ncclAllReduce").
 #pragma once
 
-#include "live/event_sink.h"
+#include "core/event_sink.h"
 
 namespace stepwatch::live {
 

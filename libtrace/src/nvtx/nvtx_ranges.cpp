@@ -61,7 +61,7 @@ struct Counters {
 };
 constinit Counters g_counters;
 
-// CLOCK_REALTIME, the clock CUPTI timestamps activity records with (see live::now_ns); read via
+// CLOCK_REALTIME, the clock CUPTI timestamps activity records with (see now_ns); read via
 // the vDSO, ~20 ns.
 inline int64_t realtime_ns() noexcept {
   timespec now{};

@@ -2,7 +2,7 @@
 // bookkeeping (nvtx_ranges.cpp).
 #pragma once
 
-#include "live/event_sink.h"
+#include "core/event_sink.h"
 
 namespace stepwatch::live::nvtx {
 

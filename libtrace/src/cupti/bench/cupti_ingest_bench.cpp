@@ -23,8 +23,8 @@ using stepwatch::Event;
 using stepwatch::NameId;
 using stepwatch::live::BufferParseResult;
 using stepwatch::live::CuptiApi;
-using stepwatch::live::EventSink;
-using stepwatch::live::LossKind;
+using stepwatch::EventSink;
+using stepwatch::LossKind;
 using stepwatch::live::RecordConverter;
 using stepwatch::test_support::ActivityBufferBuilder;
 

@@ -1,4 +1,4 @@
-#include "live/metrics_exporter.h"
+#include "live/outputs/metrics_exporter.h"
 
 #include <unistd.h>
 
@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "live/prometheus_text.h"
+#include "live/outputs/prometheus_text.h"
 
 namespace stepwatch::live {
 

@@ -16,7 +16,7 @@
 #include <string>
 #include <string_view>
 
-#include "live/run_metrics.h"
+#include "live/outputs/run_metrics.h"
 
 namespace stepwatch::live {
 

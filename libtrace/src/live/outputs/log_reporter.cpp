@@ -1,4 +1,4 @@
-#include "live/log_reporter.h"
+#include "live/outputs/log_reporter.h"
 
 #include <cstdio>
 

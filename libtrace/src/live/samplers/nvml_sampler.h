@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-#include "live/event_sink.h"
+#include "core/event_sink.h"
 
 namespace stepwatch::live {
 

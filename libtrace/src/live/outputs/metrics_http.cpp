@@ -1,4 +1,4 @@
-#include "live/metrics_http.h"
+#include "live/outputs/metrics_http.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -13,8 +13,8 @@
 #include <chrono>
 #include <cstring>
 
-#include "live/prometheus_text.h"
-#include "live/quiet_thread.h"
+#include "live/outputs/prometheus_text.h"
+#include "core/quiet_thread.h"
 
 namespace stepwatch::live {
 namespace {

@@ -1,6 +1,6 @@
-#include "live/run_metrics.h"
+#include "live/outputs/run_metrics.h"
 
-#include "live/event_sink.h"
+#include "core/event_sink.h"
 
 namespace stepwatch::live {
 

@@ -14,7 +14,7 @@
 
 #include "stepwatch/core/event.h"
 
-namespace stepwatch::live {
+namespace stepwatch {
 
 // For each NCCL kernel without a size whose launch call lies inside an NCCL operation range on the
 // same thread (the innermost one): sets the kernel's `bytes` to the range's message size, and its
@@ -22,4 +22,4 @@ namespace stepwatch::live {
 // kernels joined. Events in any order.
 size_t attach_nccl_ranges(std::span<Event> events);
 
-}  // namespace stepwatch::live
+}  // namespace stepwatch

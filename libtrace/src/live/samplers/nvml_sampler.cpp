@@ -1,4 +1,4 @@
-#include "live/nvml_sampler.h"
+#include "live/samplers/nvml_sampler.h"
 
 #include <dlfcn.h>
 
@@ -6,7 +6,7 @@
 #include <chrono>
 #include <cstdlib>
 
-#include "live/quiet_thread.h"
+#include "core/quiet_thread.h"
 #include "stepwatch/core/gpu_samples.h"
 
 namespace stepwatch::live {

@@ -1,4 +1,4 @@
-#include "live/prometheus_text.h"
+#include "live/outputs/prometheus_text.h"
 
 #include <charconv>
 #include <cmath>

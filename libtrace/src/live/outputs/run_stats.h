@@ -10,8 +10,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "live/event_sink.h"
-#include "live/live_reporter.h"
+#include "core/event_sink.h"
+#include "live/outputs/live_reporter.h"
 #include "stepwatch/core/event.h"
 #include "stepwatch/core/finding.h"
 #include "stepwatch/core/name_table.h"

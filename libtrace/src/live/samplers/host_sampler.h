@@ -20,7 +20,7 @@
 #include <string_view>
 #include <thread>
 
-#include "live/event_sink.h"
+#include "core/event_sink.h"
 
 namespace stepwatch::live {
 

@@ -1,14 +1,6 @@
-#include <ctime>
+#include "stepwatch/core/data_loss.h"
 
-#include "live/event_sink.h"
-
-namespace stepwatch::live {
-
-int64_t now_ns() noexcept {
-  timespec ts{};
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
+namespace stepwatch {
 
 std::string_view to_string(LossKind kind) {
   switch (kind) {
@@ -38,4 +30,4 @@ LossSummary summarize_losses(std::span<const uint64_t> counts) {
   return out;
 }
 
-}  // namespace stepwatch::live
+}  // namespace stepwatch

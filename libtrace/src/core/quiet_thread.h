@@ -10,7 +10,7 @@
 #include <thread>
 #include <utility>
 
-namespace stepwatch::live {
+namespace stepwatch {
 
 template <typename Fn>
 std::thread spawn_quiet_thread(Fn&& fn) {
@@ -27,4 +27,4 @@ std::thread spawn_quiet_thread(Fn&& fn) {
   }
 }
 
-}  // namespace stepwatch::live
+}  // namespace stepwatch

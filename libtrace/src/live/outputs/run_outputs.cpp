@@ -1,4 +1,4 @@
-#include "live/run_outputs.h"
+#include "live/outputs/run_outputs.h"
 
 #include <filesystem>
 #include <set>

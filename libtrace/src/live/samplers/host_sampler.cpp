@@ -1,4 +1,4 @@
-#include "live/host_sampler.h"
+#include "live/samplers/host_sampler.h"
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -13,7 +13,7 @@
 #include <string>
 #include <utility>
 
-#include "live/quiet_thread.h"
+#include "core/quiet_thread.h"
 
 namespace stepwatch::live {
 namespace {

@@ -1,9 +1,6 @@
-// The seam between the live front ends (CUPTI adapter, NVTX injection, C API) and the pipeline.
-//
-// Front ends convert what they see into `Event`s and hand them to an EventSink from whatever
-// thread they run on (application threads, CUPTI's buffer thread, our flush thread). The sink
-// never blocks and never throws: when its bounded queues are full it drops the event and counts
-// it as data loss. The live session implements it; tests implement it with a recorder.
+// Why trace records were lost, live: every kind is counted and reported (the `data_loss` finding,
+// the exit summary), never silent. Offline importers count what they leave out by reason
+// (Trace::skipped) for the same finding.
 #pragma once
 
 #include <cstdint>
@@ -11,9 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "stepwatch/core/event.h"
-
-namespace stepwatch::live {
+namespace stepwatch {
 
 // Why records were lost; each kind is counted and reported (the `data_loss` finding, the exit
 // summary) — never silent.
@@ -46,23 +41,4 @@ struct LossSummary {
 };
 LossSummary summarize_losses(std::span<const uint64_t> counts);
 
-class EventSink {
- public:
-  virtual ~EventSink() = default;
-  // Any thread; never blocks; drops and counts (kQueueFull) when full.
-  virtual void submit(const Event& event) noexcept = 0;
-  // Any thread. Returns the overflow id (and counts kNameTableFull) past the cap.
-  virtual NameId intern(std::string_view name) noexcept = 0;
-  virtual void report_loss(LossKind kind, uint64_t count) noexcept = 0;
-  // The activity front end has delivered every record that completed before `timestamp_ns`
-  // (called after each periodic flush). Steps ending before it can be judged.
-  virtual void advance_watermark(int64_t timestamp_ns) noexcept = 0;
-  // A one-time status line for the job log ("another CUPTI client holds the subscription: …").
-  virtual void status(std::string_view line) noexcept = 0;
-};
-
-// The clock every live event uses: CUPTI's activity timestamps are CLOCK_REALTIME nanoseconds,
-// so NVTX and C API marks use the same clock.
-int64_t now_ns() noexcept;
-
-}  // namespace stepwatch::live
+}  // namespace stepwatch

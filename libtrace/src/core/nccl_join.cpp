@@ -1,11 +1,11 @@
-#include "live/nccl_join.h"
+#include "core/nccl_join.h"
 
 #include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
-namespace stepwatch::live {
+namespace stepwatch {
 
 size_t attach_nccl_ranges(std::span<Event> events) {
   // Cheap exits first: most steps of most jobs have no NCCL range or no unsized NCCL kernel.
@@ -55,4 +55,4 @@ size_t attach_nccl_ranges(std::span<Event> events) {
   return joined;
 }
 
-}  // namespace stepwatch::live
+}  // namespace stepwatch

@@ -13,9 +13,9 @@
 #include <string>
 
 #include "live/live_config.h"
-#include "live/log_reporter.h"
-#include "live/metrics_http.h"
-#include "live/run_metrics.h"
+#include "live/outputs/log_reporter.h"
+#include "live/outputs/metrics_http.h"
+#include "live/outputs/run_metrics.h"
 
 namespace stepwatch::live {
 

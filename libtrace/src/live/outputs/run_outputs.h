@@ -7,12 +7,12 @@
 #include <memory>
 #include <string>
 
-#include "live/individual_score.h"
+#include "live/outputs/individual_score.h"
 #include "live/live_config.h"
-#include "live/live_reporter.h"
-#include "live/log_reporter.h"
-#include "live/run_metrics.h"
-#include "live/run_stats.h"
+#include "live/outputs/live_reporter.h"
+#include "live/outputs/log_reporter.h"
+#include "live/outputs/run_metrics.h"
+#include "live/outputs/run_stats.h"
 
 namespace stepwatch::live {
 

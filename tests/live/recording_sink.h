@@ -11,12 +11,12 @@
 #include <thread>
 #include <vector>
 
-#include "live/event_sink.h"
+#include "core/event_sink.h"
 #include "stepwatch/core/name_table.h"
 
 namespace stepwatch::test_support {
 
-class RecordingSink : public live::EventSink {
+class RecordingSink : public EventSink {
  public:
   void submit(const Event& event) noexcept override {
     std::lock_guard lock(mu_);
@@ -24,7 +24,7 @@ class RecordingSink : public live::EventSink {
     submit_threads_.insert(std::this_thread::get_id());
   }
   NameId intern(std::string_view name) noexcept override { return names_.intern(name); }
-  void report_loss(live::LossKind kind, uint64_t count) noexcept override {
+  void report_loss(LossKind kind, uint64_t count) noexcept override {
     std::lock_guard lock(mu_);
     losses_[static_cast<size_t>(kind)] += count;
     ++loss_calls_[static_cast<size_t>(kind)];
@@ -48,11 +48,11 @@ class RecordingSink : public live::EventSink {
     std::lock_guard lock(mu_);
     return events_.size();
   }
-  uint64_t loss(live::LossKind kind) const {
+  uint64_t loss(LossKind kind) const {
     std::lock_guard lock(mu_);
     return losses_[static_cast<size_t>(kind)];
   }
-  uint64_t loss_calls(live::LossKind kind) const {
+  uint64_t loss_calls(LossKind kind) const {
     std::lock_guard lock(mu_);
     return loss_calls_[static_cast<size_t>(kind)];
   }
@@ -83,8 +83,8 @@ class RecordingSink : public live::EventSink {
   NameTable names_;
   std::vector<Event> events_;
   std::set<std::thread::id> submit_threads_;
-  std::array<uint64_t, static_cast<size_t>(live::LossKind::kCount_)> losses_{};
-  std::array<uint64_t, static_cast<size_t>(live::LossKind::kCount_)> loss_calls_{};
+  std::array<uint64_t, static_cast<size_t>(LossKind::kCount_)> losses_{};
+  std::array<uint64_t, static_cast<size_t>(LossKind::kCount_)> loss_calls_{};
   int64_t watermark_ns_ = 0;
   uint64_t watermark_calls_ = 0;
   size_t events_at_last_watermark_ = 0;

@@ -1,4 +1,4 @@
-#include "live/run_stats.h"
+#include "live/outputs/run_stats.h"
 
 #include <algorithm>
 #include <cmath>

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "live/live_reporter.h"
+#include "live/outputs/live_reporter.h"
 #include "stepwatch/core/finding.h"
 #include "stepwatch/core/step_view.h"
 

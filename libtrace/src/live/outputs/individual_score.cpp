@@ -1,4 +1,4 @@
-#include "live/individual_score.h"
+#include "live/outputs/individual_score.h"
 
 #include <algorithm>
 #include <cstdio>
