@@ -22,6 +22,7 @@ class NullSink final : public EventSink {
   NameId intern(std::string_view) noexcept override { return 1; }
   void report_loss(LossKind, uint64_t) noexcept override {}
   void advance_watermark(int64_t) noexcept override {}
+  void mark_incomplete(int64_t, int64_t) noexcept override {}
   void status(std::string_view) noexcept override {}
 };
 

@@ -45,6 +45,7 @@ class BufferSink final : public EventSink {
   }
   void report_loss(LossKind, uint64_t) noexcept override {}
   void advance_watermark(int64_t) noexcept override {}
+  void mark_incomplete(int64_t, int64_t) noexcept override {}
   void status(std::string_view) noexcept override {}
 
  private:

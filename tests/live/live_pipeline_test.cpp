@@ -19,9 +19,10 @@ class Recorder final : public LiveReporter {
     StepView view;
     bool judged;
     std::vector<Finding> findings;
+    StepStatus status;
   };
   void on_step(const StepView& v, StepStatus status, std::span<const Finding> f) override {
-    steps.push_back({v, status == StepStatus::kJudged, {f.begin(), f.end()}});
+    steps.push_back({v, status == StepStatus::kJudged, {f.begin(), f.end()}, status});
   }
   void on_run_finding(const Finding& f) override { run_findings.push_back(f); }
   void on_first_fire(const Finding& f, std::span<const StepCapture* const> recent, const NameTable&) override {
@@ -219,6 +220,25 @@ TEST(LivePipeline, StepsWhileUntracedAreNotJudged) {
   EXPECT_FALSE(rec.steps[1].judged);
   EXPECT_FALSE(rec.steps[2].judged);
   EXPECT_TRUE(rec.steps[3].judged);
+}
+
+// A step whose GPU records the tracer gave up waiting for is timed, never judged: the missing
+// records would read as an idle GPU (here a serialized all-reduce that would be flagged).
+TEST(LivePipeline, StepsWithMissingRecordsAreIncompleteNotJudged) {
+  synthetic::ScenarioOptions opts;
+  opts.steps = 4;
+  synthetic::SyntheticRun run = synthetic::make_scenario("serialized_allreduce", opts);
+  LossCounters losses;
+  Recorder rec;
+  LivePipeline pipeline(test_config(), run.trace.names, losses, rec);
+  pipeline.set_incomplete({{run.truth[2].start_ns + 1, run.truth[2].start_ns + 2}});
+  replay(run.trace, pipeline, 1000, 1);
+  ASSERT_EQ(rec.steps.size(), 4u);
+  EXPECT_EQ(rec.steps[1].status, StepStatus::kJudged);
+  EXPECT_FALSE(rec.steps[1].findings.empty());
+  EXPECT_EQ(rec.steps[2].status, StepStatus::kIncomplete);
+  EXPECT_TRUE(rec.steps[2].findings.empty());
+  EXPECT_EQ(rec.steps[3].status, StepStatus::kJudged);
 }
 
 }  // namespace

@@ -51,6 +51,7 @@ class RecordingSink final : public EventSink {
     losses_[kind] += count;
   }
   void advance_watermark(int64_t) noexcept override {}
+  void mark_incomplete(int64_t, int64_t) noexcept override {}
   void status(std::string_view) noexcept override {}
 
   std::vector<Event> events() {

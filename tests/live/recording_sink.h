@@ -35,6 +35,14 @@ class RecordingSink : public EventSink {
     ++watermark_calls_;
     events_at_last_watermark_ = events_.size();
   }
+  void mark_incomplete(int64_t start_ns, int64_t end_ns) noexcept override {
+    std::lock_guard lock(mu_);
+    incomplete_.emplace_back(start_ns, end_ns);
+  }
+  std::vector<std::pair<int64_t, int64_t>> incomplete() const {
+    std::lock_guard lock(mu_);
+    return incomplete_;
+  }
   void status(std::string_view line) noexcept override {
     std::lock_guard lock(mu_);
     status_lines_.emplace_back(line);
@@ -89,6 +97,7 @@ class RecordingSink : public EventSink {
   uint64_t watermark_calls_ = 0;
   size_t events_at_last_watermark_ = 0;
   std::vector<std::string> status_lines_;
+  std::vector<std::pair<int64_t, int64_t>> incomplete_;
 };
 
 }  // namespace stepwatch::test_support

@@ -27,6 +27,10 @@ class EventSink {
   // The activity front end has delivered every record that completed before `timestamp_ns`
   // (called after each periodic flush). Steps ending before it can be judged.
   virtual void advance_watermark(int64_t timestamp_ns) noexcept = 0;
+  // GPU records of work launched in [start_ns, end_ns) may never arrive (the tracer stopped
+  // waiting for them): steps overlapping the interval are judged incomplete — timed and counted,
+  // never judged from missing records (that would read as GPU idle).
+  virtual void mark_incomplete(int64_t start_ns, int64_t end_ns) noexcept = 0;
   // A one-time status line for the job log ("another CUPTI client holds the subscription: …").
   virtual void status(std::string_view line) noexcept = 0;
 };

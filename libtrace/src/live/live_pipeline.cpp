@@ -145,10 +145,12 @@ void LivePipeline::judge_complete(int64_t limit_ns, bool final_pass) {
     if (w.number < 0) w.number = ordinal_;
     ++ordinal_;
     StepView view = analyze_step(w, timeline, config_.rank);
-    const bool untraced = std::any_of(untraced_.begin(), untraced_.end(), [&](const auto& iv) {
-      return iv.first < w.end_ns && iv.second > w.start_ns;
-    });
-    const StepStatus status = !gpu_traced_ || untraced ? StepStatus::kUntraced
+    auto overlaps = [&](const std::vector<std::pair<int64_t, int64_t>>& intervals) {
+      return std::any_of(intervals.begin(), intervals.end(),
+                         [&](const auto& iv) { return iv.first < w.end_ns && iv.second > w.start_ns; });
+    };
+    const StepStatus status = !gpu_traced_ || overlaps(untraced_) ? StepStatus::kUntraced
+                              : overlaps(incomplete_)              ? StepStatus::kIncomplete
                               : steps_analyzed_ < static_cast<uint64_t>(config_.warmup_steps) ? StepStatus::kWarmup
                                                                                                : StepStatus::kJudged;
     const bool judged = status == StepStatus::kJudged;

@@ -50,6 +50,9 @@ class LivePipeline {
   // Intervals without GPU tracing (stepwatch_pause): steps overlapping them are analyzed but
   // not judged.
   void set_untraced(std::vector<std::pair<int64_t, int64_t>> intervals) { untraced_ = std::move(intervals); }
+  // Intervals whose GPU records may be missing (EventSink::mark_incomplete): steps overlapping
+  // them are analyzed but judged incomplete, not by the detectors.
+  void set_incomplete(std::vector<std::pair<int64_t, int64_t>> intervals) { incomplete_ = std::move(intervals); }
 
   const std::optional<StepView>& last_step() const { return last_step_; }
   int last_step_findings() const { return last_step_findings_; }
@@ -81,6 +84,7 @@ class LivePipeline {
   size_t max_retained_;
   bool gpu_traced_ = true;
   std::vector<std::pair<int64_t, int64_t>> untraced_;
+  std::vector<std::pair<int64_t, int64_t>> incomplete_;
   bool no_marks_reported_ = false;
 
   StepRing<StepCapture> ring_;

@@ -150,6 +150,20 @@ void LiveSession::advance_watermark(int64_t timestamp_ns) noexcept {
   wake();
 }
 
+void LiveSession::mark_incomplete(int64_t start_ns, int64_t end_ns) noexcept {
+  try {
+    std::lock_guard<std::mutex> lock(pause_mu_);
+    // Adjacent or overlapping intervals merge: a tracer that keeps giving up on a stuck launch
+    // reports the same interval growing.
+    if (!incomplete_.empty() && start_ns <= incomplete_.back().second) {
+      incomplete_.back().second = std::max(incomplete_.back().second, end_ns);
+    } else {
+      incomplete_.emplace_back(start_ns, end_ns);
+    }
+  } catch (...) {
+  }
+}
+
 void LiveSession::status(std::string_view line) noexcept {
   try {
     log_->warn(std::string(line));
@@ -272,6 +286,7 @@ void LiveSession::analysis_cycle(bool final_pass, bool exact_watermark) {
     auto intervals = untraced_;
     if (paused_ && !intervals.empty()) intervals.back().second = INT64_MAX;
     pipeline_->set_untraced(std::move(intervals));
+    pipeline_->set_incomplete(incomplete_);
   }
   pipeline_->set_gpu_traced(gpu_traced_.load());
   pipeline_->ingest(batch);

@@ -45,6 +45,7 @@ class LiveSession final : public EventSink {
   NameId intern(std::string_view name) noexcept override;
   void report_loss(LossKind kind, uint64_t count) noexcept override;
   void advance_watermark(int64_t timestamp_ns) noexcept override;
+  void mark_incomplete(int64_t start_ns, int64_t end_ns) noexcept override;
   void status(std::string_view line) noexcept override;
 
   // From InitializeInjection: load CUPTI, subscribe, start tracing; logs the start-up line.
@@ -105,6 +106,7 @@ class LiveSession final : public EventSink {
   // Paused intervals: steps overlapping them are not judged (no GPU data).
   std::mutex pause_mu_;
   std::vector<std::pair<int64_t, int64_t>> untraced_;
+  std::vector<std::pair<int64_t, int64_t>> incomplete_;  // EventSink::mark_incomplete
   bool paused_ = false;
 
   // The analysis thread and its hand-shakes.

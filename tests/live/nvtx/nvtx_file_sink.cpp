@@ -43,6 +43,8 @@ class FileSink final : public EventSink {
   }
 
   void advance_watermark(int64_t) noexcept override {}
+
+  void mark_incomplete(int64_t, int64_t) noexcept override {}
   void status(std::string_view) noexcept override {}
 
   void write_stats() noexcept {

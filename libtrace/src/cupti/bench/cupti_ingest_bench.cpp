@@ -36,6 +36,7 @@ class VectorSink : public EventSink {
   NameId intern(std::string_view name) noexcept override { return names_.intern(name); }
   void report_loss(LossKind, uint64_t) noexcept override {}
   void advance_watermark(int64_t) noexcept override {}
+  void mark_incomplete(int64_t, int64_t) noexcept override {}
   void status(std::string_view) noexcept override {}
   void clear() { events_.clear(); }
   size_t size() const { return events_.size(); }

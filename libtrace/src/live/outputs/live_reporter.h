@@ -16,7 +16,11 @@ enum class StepStatus : uint8_t {
   kJudged,    // detectors ran on it
   kWarmup,    // one of the first STEPWATCH_WARMUP_STEPS: measured, not judged
   kUntraced,  // no GPU data for it (stood down, or paused): timed only, no breakdown written
+  kIncomplete,  // some of its GPU records never arrived (EventSink::mark_incomplete): timed and
+                // counted, not judged, no breakdown written (missing records would read as idle)
 };
+// Whether a step's GPU breakdown is known (written to steps.jsonl, added to the totals).
+inline bool has_breakdown(StepStatus s) { return s != StepStatus::kUntraced && s != StepStatus::kIncomplete; }
 
 // The events of one analyzed step, kept by the flight recorder.
 struct StepCapture {

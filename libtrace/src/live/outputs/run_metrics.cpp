@@ -38,7 +38,7 @@ void RunMetrics::add_step(const StepView& step, StepStatus status, std::span<con
   m.last_step_seconds = seconds;
   // Untraced steps have no GPU data: their breakdown would read as all idle, so it is left out
   // (as steps.jsonl leaves them out).
-  if (status != StepStatus::kUntraced) {
+  if (has_breakdown(status)) {
     m.gpu_duty_cycle = step.duty_cycle();
     auto add = [&](BreakdownCategory c, int64_t ns) { m.breakdown_seconds[static_cast<size_t>(c)] += double(ns) / 1e9; };
     add(BreakdownCategory::kCompute, step.compute_ns);

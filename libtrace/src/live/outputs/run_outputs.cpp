@@ -61,7 +61,7 @@ void RunOutputs::append(std::FILE*& file, const char* name, const std::string& l
 void RunOutputs::on_step(const StepView& step, StepStatus status, std::span<const Finding> findings) {
   stats_.add_step(step, status, findings);
   // Without GPU data a step's breakdown would read as 100% idle: only traced steps are written.
-  if (status != StepStatus::kUntraced) append(steps_, "steps.jsonl", jsonl_step(step));
+  if (has_breakdown(status)) append(steps_, "steps.jsonl", jsonl_step(step));
   for (const Finding& f : findings) append(findings_, "findings.jsonl", jsonl_finding(f));
   log_.on_step(step, status == StepStatus::kJudged, findings);
   metrics_.add_step(step, status, findings);

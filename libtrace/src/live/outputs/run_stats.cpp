@@ -59,9 +59,9 @@ void RunStats::add_events(std::span<const Event> events) {
 void RunStats::add_step(const StepView& v, StepStatus status, std::span<const Finding> findings) {
   ++steps_;
   judged_ += status == StepStatus::kJudged ? 1 : 0;
-  if (status == StepStatus::kUntraced) {
+  if (!has_breakdown(status)) {
     // Timed only: its GPU breakdown is unknown, so it stays out of the breakdown totals.
-    ++untraced_;
+    ++(status == StepStatus::kIncomplete ? incomplete_ : untraced_);
     return;
   }
   // Keep at most kMaxStepSamples durations: past the cap keep every other one (a fixed stride
@@ -105,8 +105,8 @@ std::string RunStats::text(const NameTable& names, int rank, std::span<const uin
   std::string out;
   auto line = [&](const std::string& s) { out += "[stepwatch][rank " + std::to_string(rank) + "] " + s + "\n"; };
   line("exit summary: " + std::to_string(steps_) + " steps analyzed, " + std::to_string(judged_) + " judged (" +
-       std::to_string(steps_ - judged_ - untraced_) + " warm-up, " + std::to_string(untraced_) +
-       " without GPU tracing)");
+       std::to_string(steps_ - judged_ - untraced_ - incomplete_) + " warm-up, " + std::to_string(untraced_) +
+       " without GPU tracing, " + std::to_string(incomplete_) + " incomplete: GPU records missing)");
   if (!step_ms_.empty()) {
     double sum = 0;
     for (double x : step_ms_) sum += x;

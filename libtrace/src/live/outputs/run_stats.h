@@ -64,7 +64,7 @@ class RunStats {
   std::map<std::string, Blocking> blocking_;
   std::vector<double> step_ms_;
   size_t step_stride_ = 1, step_seen_ = 0;
-  uint64_t steps_ = 0, judged_ = 0, untraced_ = 0;
+  uint64_t steps_ = 0, judged_ = 0, untraced_ = 0, incomplete_ = 0;
   int64_t wall_ns_ = 0, busy_ns_ = 0, compute_ns_ = 0, exposed_ns_ = 0, copy_only_ns_ = 0;
   IdleBreakdown idle_;
   std::map<std::string, std::pair<uint64_t, double>> findings_;  // detector -> (steps, cost ms)
