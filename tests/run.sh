@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, and runs every test: the full suite once, then the unit,
-# scenario, live and CLI tests again under ASan+UBSan, the libFuzzer targets for a short run,
-# and the concurrency tests under ThreadSanitizer. Usage: tests/run.sh [--no-sanitizers]
+# scenario, live and CLI tests again under ASan+UBSan, the libFuzzer targets over their committed
+# corpus and past crashes (a deterministic replay: no random fuzzing decides whether this passes;
+# exploration is tests/fuzz/explore.sh), and the concurrency tests under ThreadSanitizer.
+# Usage: tests/run.sh [--no-sanitizers]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -33,8 +35,8 @@ if [ "$sanitizers" = 1 ]; then
   echo "== tests under ASan+UBSan =="
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir build-asan --output-on-failure -j"$jobs" -E 'corpus|cli_html|gpu_validate'
-  echo "== fuzz (libFuzzer, ${STEPWATCH_FUZZ_SECONDS:-60} s per target) =="
-  tests/fuzz/run_fuzzers.sh "${STEPWATCH_FUZZ_SECONDS:-60}"
+  echo "== fuzz (libFuzzer: replay of the committed corpus and regression inputs) =="
+  tests/fuzz/run_fuzzers.sh
   echo "== ThreadSanitizer (queues, analysis thread, NVTX, CUPTI adapter, injected library) =="
   tests/tsan/run_tsan.sh
 fi
