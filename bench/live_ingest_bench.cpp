@@ -12,7 +12,7 @@
 namespace stepwatch::live {
 namespace {
 
-class NullReporter final : public LiveReporter {
+class NullReporter final : public Reporter {
  public:
   void on_step(const StepView&, StepStatus, std::span<const Finding>) override {}
   void on_run_finding(const Finding&) override {}

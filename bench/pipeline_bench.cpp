@@ -19,7 +19,7 @@ void run_pipeline(benchmark::State& state, const char* scenario) {
   AnalysisConfig config;
   for (auto _ : state) {
     auto detectors = make_detectors(config);
-    RankResult r = analyze_rank(run.trace, 0, config, detectors);
+    RankResult r = analyze_rank(run.trace, 0, config, std::move(detectors));
     benchmark::DoNotOptimize(r.steps.data());
   }
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(run.trace.events.size()));

@@ -41,11 +41,11 @@ void AllocatorChurnDetector::on_step(const StepView& step, FindingSink& sink) {
               a.slowest_call + " " + format_ms(a.max_call_ns) + (stall ? ": an allocation stall" : "") + driver +
               "): the caching allocator is missing. Fix: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, "
               "preallocate/reuse buffers, pad or bucket shapes to remove shape variance.";
-  f.with("alloc_idle_ms", detail::ms3_ns(cost_ns))
+  f.with("alloc_idle_ms", ms3_of(cost_ns))
       .with("calls", static_cast<int64_t>(a.calls))
-      .with("host_ms", detail::ms3_ns(a.host_ns))
+      .with("host_ms", ms3_of(a.host_ns))
       .with("slowest_call", a.slowest_call)
-      .with("slowest_call_ms", detail::ms3_ns(a.max_call_ns))
+      .with("slowest_call_ms", ms3_of(a.max_call_ns))
       .with("driver_events", static_cast<int64_t>(a.driver_events))
       .with("bytes", static_cast<int64_t>(a.bytes));
   sink.emit(std::move(f));

@@ -70,15 +70,15 @@ void CheckpointStallDetector::on_step(const StepView& step, FindingSink& sink) {
               format_ms(v.interval_ns) +
               " between checkpoints. Fix: asynchronous/sharded checkpointing "
               "(torch.distributed.checkpoint.async_save), checkpoint less often.";
-  f.with("stall_ms", detail::ms3_ns(extra_ns))
-      .with("median_step_ms", detail::ms3(median_ns / 1e6))
+  f.with("stall_ms", ms3_of(extra_ns))
+      .with("median_step_ms", round3(median_ns / 1e6))
       .with("period_steps", v.period_steps)
-      .with("interval_ms", detail::ms3_ns(v.interval_ns))
-      .with("tax_pct", detail::ms3(tax_pct))
-      .with("dtoh_ms", detail::ms3_ns(dtoh_ns))
+      .with("interval_ms", ms3_of(v.interval_ns))
+      .with("tax_pct", round3(tax_pct))
+      .with("dtoh_ms", ms3_of(dtoh_ns))
       .with("dtoh_bytes", static_cast<int64_t>(dtoh_bytes))
       .with("dtoh_copies", static_cast<int64_t>(dtoh_copies))
-      .with("copy_only_ms", detail::ms3_ns(step.copy_only_ns))
+      .with("copy_only_ms", ms3_of(step.copy_only_ns))
       .with("occurrences", static_cast<int64_t>(v.occurrences));
   f.established = true;
   sink.emit(std::move(f));

@@ -38,12 +38,12 @@ void EpochBoundaryStallDetector::on_step(const StepView& step, FindingSink& sink
               " goodput tax over the " + format_ms(v.interval_ns) +
               " between them. Fix: DataLoader(persistent_workers=True), prefetch_factor; keep worker start-up "
               "(imports, dataset open) cheap.";
-  f.with("input_idle_ms", detail::ms3_ns(input_ns))
-      .with("typical_input_idle_ms", detail::ms3(typical_ns / 1e6))
-      .with("data_wait_ms", detail::ms3_ns(step.data_wait_ns))
+  f.with("input_idle_ms", ms3_of(input_ns))
+      .with("typical_input_idle_ms", round3(typical_ns / 1e6))
+      .with("data_wait_ms", ms3_of(step.data_wait_ns))
       .with("period_steps", v.period_steps)
-      .with("interval_ms", detail::ms3_ns(v.interval_ns))
-      .with("tax_pct", detail::ms3(tax_pct))
+      .with("interval_ms", ms3_of(v.interval_ns))
+      .with("tax_pct", round3(tax_pct))
       .with("occurrences", static_cast<int64_t>(v.occurrences));
   f.established = true;
   sink.emit(std::move(f));

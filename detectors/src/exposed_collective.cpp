@@ -68,22 +68,22 @@ void ExposedCollectiveDetector::on_step(const StepView& step, FindingSink& sink)
   f.message = what + " ran " + format_ms(cost_ns) + " (" + format_pct(f.cost_pct) + " of " +
               format_ms(step.duration_ns()) + ") with no compute kernel overlapping it (" +
               format_pct(exposed_share) + " of comm time exposed)." + layers_text + " " + fix;
-  f.with("exposed_comm_ms", detail::ms3_ns(cost_ns))
-      .with("comm_ms", detail::ms3_ns(step.comm_ns))
-      .with("exposed_share_pct", detail::ms3(exposed_share))
+  f.with("exposed_comm_ms", ms3_of(cost_ns))
+      .with("comm_ms", ms3_of(step.comm_ns))
+      .with("exposed_share_pct", round3(exposed_share))
       .with("collectives", types);
   for (const CollectiveStat& c : step.collectives) {
-    f.with(std::string(to_string(c.type)) + "_exposed_ms", detail::ms3_ns(c.exposed_ns));
+    f.with(std::string(to_string(c.type)) + "_exposed_ms", ms3_of(c.exposed_ns));
   }
   if (a2a_layers) {
     f.with("a2a_layers", static_cast<int64_t>(a2a.layers))
         .with("a2a_kernels", static_cast<int64_t>(a2a.kernels))
-        .with("a2a_ms", detail::ms3_ns(a2a.a2a_ns))
-        .with("a2a_exposed_ms", detail::ms3_ns(a2a.exposed_ns))
+        .with("a2a_ms", ms3_of(a2a.a2a_ns))
+        .with("a2a_exposed_ms", ms3_of(a2a.exposed_ns))
         .with("a2a_exposed_kernels", static_cast<int64_t>(a2a.exposed_kernels))
-        .with("a2a_worst_exposed_ms", detail::ms3_ns(a2a.max_exposed_ns))
-        .with("expert_compute_ms", detail::ms3_ns(a2a.expert_compute_ns))
-        .with("a2a_to_expert_ratio", detail::ms3(a2a_ratio));
+        .with("a2a_worst_exposed_ms", ms3_of(a2a.max_exposed_ns))
+        .with("expert_compute_ms", ms3_of(a2a.expert_compute_ns))
+        .with("a2a_to_expert_ratio", round3(a2a_ratio));
   }
   sink.emit(std::move(f));
 }

@@ -48,8 +48,8 @@ void GcPauseDetector::on_step(const StepView& step, FindingSink& sink) {
                          : "on " + std::to_string(earlier + 1) + " of the last " + std::to_string(recent + 1) +
                                " steps, the signature of a Python GC pause") +
               ". Fix: gc.disable() and gc.collect() at step boundaries (or gc.freeze() after setup).";
-  f.with("stall_ms", detail::ms3_ns(stall_ns))
-      .with("gc_ms", detail::ms3_ns(step.gc_ns))
+  f.with("stall_ms", ms3_of(stall_ns))
+      .with("gc_ms", ms3_of(step.gc_ns))
       .with("gc_confirmed", static_cast<int64_t>(confirmed))
       .with("stall_steps", earlier + 1)
       .with("recent_steps", recent + 1);

@@ -58,8 +58,8 @@ void HiddenSyncDetector::on_step(const StepView& step, FindingSink& sink) {
               "keep reductions on device, use pinned memory with non_blocking copies.";
   int64_t sync_gaps = 0;
   for (const GapRecord& g : step.gaps) sync_gaps += g.rule == GapRule::kHostBlocked ? 1 : 0;
-  f.with("sync_idle_ms", detail::ms3_ns(sync_idle_ns))
-      .with("blocked_idle_ms", detail::ms3_ns(step.blocked_idle_ns))
+  f.with("sync_idle_ms", ms3_of(sync_idle_ns))
+      .with("blocked_idle_ms", ms3_of(step.blocked_idle_ns))
       .with("blocking_calls", static_cast<int64_t>(step.syncs))
       .with("drain_gaps", sync_gaps)
       .with("calls", calls);

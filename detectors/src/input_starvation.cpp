@@ -29,11 +29,11 @@ void InputStarvationDetector::on_step(const StepView& step, FindingSink& sink) {
               format_ms(step.data_wait_ns) + " this step" + (at_step_start ? ", gap at step start" : "") +
               "). Fix: more/persistent DataLoader workers, prefetch, pin_memory, pre-decoded data; "
               "move transforms off the hot path.";
-  f.with("input_idle_ms", detail::ms3_ns(cost_ns))
-      .with("data_wait_ms", detail::ms3_ns(step.data_wait_ns))
-      .with("largest_gap_ms", detail::ms3_ns(largest_gap_ns))
+  f.with("input_idle_ms", ms3_of(cost_ns))
+      .with("data_wait_ms", ms3_of(step.data_wait_ns))
+      .with("largest_gap_ms", ms3_of(largest_gap_ns))
       .with("gap_at_step_start", static_cast<int64_t>(at_step_start))
-      .with("gpu_busy_pct", detail::ms3(100.0 * step.duty_cycle()));
+      .with("gpu_busy_pct", round3(100.0 * step.duty_cycle()));
   sink.emit(std::move(f));
 }
 

@@ -49,13 +49,13 @@ void LaunchBoundDetector::on_step(const StepView& step, FindingSink& sink) {
               format_pct(api_pct) + " of the step in the launch API): launch-bound. Fix: fuse kernels "
               "(torch.compile), capture the step in CUDA graphs, larger batch per kernel.";
   f.with("kernels", static_cast<int64_t>(step.kernels))
-      .with("median_kernel_us", detail::ms3(median_us))
+      .with("median_kernel_us", round3(median_us))
       .with("launch_calls", static_cast<int64_t>(step.launches))
-      .with("launch_api_ms", detail::ms3_ns(step.launch_api_ns))
-      .with("launch_idle_ms", detail::ms3_ns(launch_idle_ns))
-      .with("dispatch_host_idle_ms", detail::ms3_ns(dispatch_host_ns))
+      .with("launch_api_ms", ms3_of(step.launch_api_ns))
+      .with("launch_idle_ms", ms3_of(launch_idle_ns))
+      .with("dispatch_host_idle_ms", ms3_of(dispatch_host_ns))
       .with("dispatch_gaps", dispatch_gaps)
-      .with("gpu_busy_pct", detail::ms3(100.0 * step.duty_cycle()));
+      .with("gpu_busy_pct", round3(100.0 * step.duty_cycle()));
   sink.emit(std::move(f));
 }
 

@@ -30,7 +30,8 @@ void NoStepMarksDetector::on_step(const StepView& step, FindingSink& sink) {
       inferred_from_ = step.inferred_from;
       inferred_period_ = step.inferred_period;
     }
-    inferred_ns_.push_back(step.duration_ns());
+    ++inferred_steps_;
+    inferred_ns_.add(double(step.duration_ns()));  // exact below 2^53 ns
     return;
   }
   if (reported_ || step.source != StepSource::kWholeTrace) return;
@@ -44,18 +45,18 @@ void NoStepMarksDetector::on_step(const StepView& step, FindingSink& sink) {
               "sequence to infer steps from; the " +
               format_ms(step.duration_ns()) +
               " of data were analyzed as one pseudo-step, so per-step costs are diluted. " + std::string(kFix);
-  f.with("analyzed_ms", detail::ms3_ns(step.duration_ns()))
+  f.with("analyzed_ms", ms3_of(step.duration_ns()))
       .with("step_pattern", step_pattern_)
-      .with("gpu_busy_pct", detail::ms3(100.0 * step.duty_cycle()));
+      .with("gpu_busy_pct", round3(100.0 * step.duty_cycle()));
   sink.emit(std::move(f));
 }
 
-void NoStepMarksDetector::on_finish(FindingSink& sink) {
+void NoStepMarksDetector::on_finish(const RunView& /*run*/, FindingSink& sink) {
   if (!inferred_ || reported_) return;
   reported_ = true;
-  std::vector<int64_t> sorted = inferred_ns_;
+  std::vector<double> sorted = inferred_ns_.values();
   std::sort(sorted.begin(), sorted.end());
-  const int64_t median_ns = sorted[sorted.size() / 2];
+  const auto median_ns = static_cast<int64_t>(sorted[sorted.size() / 2]);
   const bool from_optimizer = inferred_from_ == "optimizer_ranges";
   const std::string how =
       from_optimizer ? "from the ends of the optimizer's ranges (Optimizer.step#...: one per training step)"
@@ -69,11 +70,11 @@ void NoStepMarksDetector::on_finish(FindingSink& sink) {
   f.severity = Severity::kInfo;
   f.established = true;
   f.message = "no step marks (no stepwatch_step_begin, no range matching the step pattern): " +
-              std::to_string(sorted.size()) + " steps (median " + format_ms(median_ns) + ") were inferred " + how +
+              std::to_string(inferred_steps_) + " steps (median " + format_ms(median_ns) + ") were inferred " + how +
               "; step numbers are ordinals and the windows are approximate. " + std::string(kFix);
   f.with("inferred_from", std::string(inferred_from_))
-      .with("inferred_steps", static_cast<int64_t>(sorted.size()))
-      .with("median_step_ms", detail::ms3_ns(median_ns))
+      .with("inferred_steps", static_cast<int64_t>(inferred_steps_))
+      .with("median_step_ms", ms3_of(median_ns))
       .with("step_pattern", step_pattern_);
   if (!from_optimizer) f.with("period_records", static_cast<int64_t>(inferred_period_));
   sink.emit(std::move(f));

@@ -2,6 +2,8 @@
 
 #include <vector>
 
+#include "stepwatch/core/stats.h"
+
 #include "stepwatch/core/detector.h"
 
 namespace stepwatch {
@@ -18,19 +20,20 @@ class NoStepMarksDetector final : public Detector {
   explicit NoStepMarksDetector(const AnalysisConfig& config);
   std::string_view id() const override { return kId; }
   void on_step(const StepView& step, FindingSink& sink) override;
-  void on_finish(FindingSink& sink) override;
+  void on_finish(const RunView& run, FindingSink& sink) override;
 
  private:
   std::string step_pattern_;
   bool reported_ = false;
-  // Inferred steps: the first one (the finding's step) and every step's duration (one number a
-  // step, only for offline data: live steps are never inferred).
+  // Inferred steps: the first one (the finding's step), their count and a bounded sample of their
+  // durations (live runs are long).
   bool inferred_ = false;
+  uint64_t inferred_steps_ = 0;
   int rank_ = 0;
   int64_t first_inferred_step_ = 0;
   std::string_view inferred_from_;
   int32_t inferred_period_ = 0;
-  std::vector<int64_t> inferred_ns_;
+  BoundedSample inferred_ns_;
 };
 
 }  // namespace stepwatch

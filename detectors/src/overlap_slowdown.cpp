@@ -67,14 +67,14 @@ void OverlapSlowdownDetector::on_step(const StepView& step, FindingSink& sink) {
               "the NCCL stream the right priority, fewer NCCL channels (NCCL_MAX_NCHANNELS), "
               "CUDA_DEVICE_MAX_CONNECTIONS, schedule the overlap (bucket sizes, prefetch depth) so that comm "
               "runs beside the lighter kernels.";
-  f.with("extra_ms", detail::ms3_ns(extra_ns))
+  f.with("extra_ms", ms3_of(extra_ns))
       .with("slowed_kernels", static_cast<int64_t>(slowed))
       .with("compared_kernels", static_cast<int64_t>(compared))
       .with("overlapped_instances", overlapped_instances)
-      .with("overlapped_ratio", detail::ms3(pooled_ratio))
+      .with("overlapped_ratio", round3(pooled_ratio))
       .with("slowest_kernel", worst)
-      .with("slowest_kernel_ratio", detail::ms3(worst_ratio))
-      .with("comm_ms", detail::ms3_ns(step.comm_ns));
+      .with("slowest_kernel_ratio", round3(worst_ratio))
+      .with("comm_ms", ms3_of(step.comm_ns));
   sink.emit(std::move(f));
 }
 

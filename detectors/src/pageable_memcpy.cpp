@@ -32,13 +32,13 @@ void PageableMemcpyDetector::on_step(const StepView& step, FindingSink& sink) {
               format_ms(step.duration_ns()) + ") in " + what +
               " with no compute kernel running: an async copy from pageable memory is staged and returns only "
               "when done. Fix: pin_memory=True / pinned host buffers and .to(device, non_blocking=True).";
-  f.with("copy_blocked_ms", detail::ms3_ns(s.cost_ns))
+  f.with("copy_blocked_ms", ms3_of(s.cost_ns))
       .with("calls", static_cast<int64_t>(s.calls))
       .with("bytes", static_cast<int64_t>(s.bytes))
       .with("direction", direction)
-      .with("gb_per_s", detail::ms3(s.gb_per_s()))
-      .with("copy_ms", detail::ms3_ns(s.copy_gpu_ns))
-      .with("host_ms", detail::ms3_ns(s.host_ns))
+      .with("gb_per_s", round3(s.gb_per_s()))
+      .with("copy_ms", ms3_of(s.copy_gpu_ns))
+      .with("host_ms", ms3_of(s.host_ns))
       .with("api", s.names);
   sink.emit(std::move(f));
 }

@@ -45,12 +45,12 @@ void RecompilationDetector::on_step(const StepView& step, FindingSink& sink) {
               " while the host was busy (no data wait, no blocking call, no launches): the sawtooth of a "
               "recompilation (torch.compile/XLA). Fix: pad or bucket input shapes, mark dynamic dims "
               "(torch._dynamo.mark_dynamic), check the recompile log (TORCH_LOGS=recompiles).";
-  f.with("step_ms", detail::ms3_ns(dur))
-      .with("median_ms", detail::ms3(median_ns / 1e6))
-      .with("ratio", detail::ms3(ratio))
-      .with("host_idle_ms", detail::ms3_ns(host_idle_ns))
-      .with("largest_host_gap_ms", detail::ms3_ns(largest_host_gap_ns))
-      .with("gpu_busy_pct", detail::ms3(100.0 * step.duty_cycle()));
+  f.with("step_ms", ms3_of(dur))
+      .with("median_ms", round3(median_ns / 1e6))
+      .with("ratio", round3(ratio))
+      .with("host_idle_ms", ms3_of(host_idle_ns))
+      .with("largest_host_gap_ms", ms3_of(largest_host_gap_ns))
+      .with("gpu_busy_pct", round3(100.0 * step.duty_cycle()));
   f.established = true;
   sink.emit(std::move(f));
 }

@@ -2,7 +2,9 @@
 
 #include <array>
 
+#include "data_loss.h"
 #include "exposed_collective.h"
+#include "individual_score.h"
 #include "hidden_sync.h"
 #include "input_starvation.h"
 #include "no_step_marks.h"
@@ -52,6 +54,8 @@ constexpr std::array kDetectors = {
     info<ThrottleDetector>(),
     info<OverlapSlowdownDetector>(),
     info<StragglerDetector>(),
+    info<IndividualScoreDetector>(),
+    info<DataLossDetector>(),
 };
 
 }  // namespace

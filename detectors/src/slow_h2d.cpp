@@ -60,12 +60,12 @@ void SlowH2dDetector::on_step(const StepView& step, FindingSink& sink) {
               ": " + format_ms(cost_ns) + " (" + format_pct(f.cost_pct) + " of " + format_ms(step.duration_ns()) +
               ") lost on the PCIe path. Fix: pinned host memory; check the process's NUMA affinity to the GPU "
               "(nvidia-smi topo -m), PCIe ACS/IOMMU and peer-to-peer settings.";
-  f.with("extra_ms", detail::ms3_ns(cost_ns))
+  f.with("extra_ms", ms3_of(cost_ns))
       .with("copies", slow_copies)
       .with("bytes", static_cast<int64_t>(slow_bytes))
-      .with("gb_per_s", detail::ms3(slow_gb_per_s))
-      .with("best_gb_per_s", detail::ms3(best_gb_per_s_))
-      .with("copy_ms", detail::ms3_ns(slow_ns));
+      .with("gb_per_s", round3(slow_gb_per_s))
+      .with("best_gb_per_s", round3(best_gb_per_s_))
+      .with("copy_ms", ms3_of(slow_ns));
   sink.emit(std::move(f));
 }
 

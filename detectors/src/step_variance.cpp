@@ -93,7 +93,7 @@ void StepVarianceDetector::on_step(const StepView& step, FindingSink& sink) {
   f.detector = std::string(kId);
   f.rank = step.rank;
   f.step = step.step;
-  f.cost_ms = detail::ns_to_ms(cost_ns);
+  f.cost_ms = ms_of(cost_ns);
   f.cost_pct = window_ns > 0 ? 100.0 * double(cost_ns) / window_ns : 0.0;
   f.severity = f.cost_pct >= thresholds_.critical_pct ? Severity::kCritical : Severity::kWarning;
   char cv_text[16];
@@ -105,15 +105,15 @@ void StepVarianceDetector::on_step(const StepView& step, FindingSink& sink) {
               format_ms(static_cast<int64_t>(window_ns)) + " of these steps). Fix: find what makes the slow steps slow — input jitter (input_starvation, epoch_boundary_stall), "
               "checkpoints (checkpoint_stall), recompilation (recompilation), GC pauses (gc_pause), throttling "
               "(throttle) — see the per-step findings on them; bucket or pad input shapes if the work varies.";
-  f.with("cv", detail::ms3(cv))
+  f.with("cv", round3(cv))
       .with("steps", steps)
-      .with("mean_ms", detail::ms3(mean_ns / 1e6))
-      .with("p50_ms", detail::ms3(p50_ns / 1e6))
-      .with("p90_ms", detail::ms3(p90_ns / 1e6))
-      .with("min_ms", detail::ms3_ns(*min_it))
-      .with("max_ms", detail::ms3_ns(*max_it))
-      .with("slow_busy_share_pct", detail::ms3(100.0 * busy_share))
-      .with("slow_kernel_ratio", detail::ms3(kernel_ratio));
+      .with("mean_ms", round3(mean_ns / 1e6))
+      .with("p50_ms", round3(p50_ns / 1e6))
+      .with("p90_ms", round3(p90_ns / 1e6))
+      .with("min_ms", ms3_of(*min_it))
+      .with("max_ms", ms3_of(*max_it))
+      .with("slow_busy_share_pct", round3(100.0 * busy_share))
+      .with("slow_kernel_ratio", round3(kernel_ratio));
   f.established = true;
   sink.emit(std::move(f));
 }

@@ -99,12 +99,12 @@ void StragglerDetector::on_step(const StepView& step, FindingSink& sink) {
               ") of it exposed. Naming the late rank needs the other ranks' traces (multi-rank merge, issue 6). "
               "Fix: find the slow rank (compare per-rank step times), then its cause — input pipeline, host "
               "contention, throttling, a slow link (NCCL_DEBUG=INFO, nvidia-smi topo -m).";
-  f.with("extra_exposed_ms", detail::ms3_ns(cost_ns))
+  f.with("extra_exposed_ms", ms3_of(cost_ns))
       .with("collectives", types)
-      .with("collective_ms", detail::ms3_ns(worst_busy))
-      .with("best_ms", detail::ms3_ns(worst_best))
-      .with("ratio", detail::ms3(worst_ratio))
-      .with("compute_ms", detail::ms3_ns(step.compute_ns));
+      .with("collective_ms", ms3_of(worst_busy))
+      .with("best_ms", ms3_of(worst_best))
+      .with("ratio", round3(worst_ratio))
+      .with("compute_ms", ms3_of(step.compute_ns));
   if (worst_bytes > 0) f.with("bytes", static_cast<int64_t>(worst_bytes));  // the slowest collective's messages
   sink.emit(std::move(f));
 }

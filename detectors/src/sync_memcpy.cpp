@@ -31,13 +31,13 @@ void SyncMemcpyDetector::on_step(const StepView& step, FindingSink& sink) {
               format_ms(step.duration_ns()) + ") in " + what +
               " with no compute kernel running: a blocking copy stalls launches. Fix: cudaMemcpyAsync from "
               "pinned memory (pin_memory=True, .to(device, non_blocking=True)), prefetch the next batch to the device.";
-  f.with("copy_blocked_ms", detail::ms3_ns(s.cost_ns))
+  f.with("copy_blocked_ms", ms3_of(s.cost_ns))
       .with("calls", static_cast<int64_t>(s.calls))
       .with("bytes", static_cast<int64_t>(s.bytes))
       .with("direction", direction)
-      .with("gb_per_s", detail::ms3(s.gb_per_s()))
-      .with("copy_ms", detail::ms3_ns(s.copy_gpu_ns))
-      .with("host_ms", detail::ms3_ns(s.host_ns))
+      .with("gb_per_s", round3(s.gb_per_s()))
+      .with("copy_ms", ms3_of(s.copy_gpu_ns))
+      .with("host_ms", ms3_of(s.host_ns))
       .with("host_memory", detail::join(s.host_memories, "/"))
       .with("api", s.names);
   sink.emit(std::move(f));

@@ -127,14 +127,14 @@ void ThrottleDetector::on_step(const StepView& step, FindingSink& sink) {
               "), the signature of clock throttling (DVFS, power cap, thermal). Fix: check clocks, power and "
               "temperature (nvidia-smi dmon -s puct; nvidia-smi -q -d PERFORMANCE for the throttle reasons), the "
               "power/thermal budget (cooling, power limit), spread the load.";
-  f.with("extra_kernel_ms", detail::ms3_ns(extra_ns))
+  f.with("extra_kernel_ms", ms3_of(extra_ns))
       .with("slowed_kernels", static_cast<int64_t>(slowed))
       .with("compared_kernels", static_cast<int64_t>(compared))
-      .with("median_slowdown_pct", detail::ms3(median_slowdown_pct))
-      .with("idle_ms", detail::ms3_ns(step.idle.total()))
-      .with("baseline_idle_ms", detail::ms3(idle_ref / 1e6));
+      .with("median_slowdown_pct", round3(median_slowdown_pct))
+      .with("idle_ms", ms3_of(step.idle.total()))
+      .with("baseline_idle_ms", round3(idle_ref / 1e6));
   if (worst != nullptr) {
-    f.with("slowest_kernel", worst->name).with("slowest_kernel_ratio", detail::ms3(worst_ratio));
+    f.with("slowest_kernel", worst->name).with("slowest_kernel_ratio", round3(worst_ratio));
   }
   if (clocks.samples > 0) {
     // NVML confirmed it: cite the clock, and the power/thermal state that explains it.
@@ -154,7 +154,7 @@ void ThrottleDetector::on_step(const StepView& step, FindingSink& sink) {
         .with("max_clock_mhz", clocks.max_sm_clock_mhz)
         .with("clock_samples", static_cast<int64_t>(clocks.samples));
     if (clocks.temperature_max_c > 0) f.with("temperature_c", clocks.temperature_max_c);
-    if (clocks.power_median_mw > 0) f.with("power_w", detail::ms3(double(clocks.power_median_mw) / 1000.0));
+    if (clocks.power_median_mw > 0) f.with("power_w", round3(double(clocks.power_median_mw) / 1000.0));
     f.with("throttle_reasons", clock_reasons_text(clocks.clock_event_reasons));
   }
   sink.emit(std::move(f));

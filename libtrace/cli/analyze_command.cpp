@@ -158,7 +158,7 @@ int run_analyze(const AnalyzeOptions& o) {
       Trace trace = import_trace_file(files[i]);
       const int rank = trace.rank >= 0 ? trace.rank : static_cast<int>(i);
       auto detectors = make_detectors(config);
-      RankResult result = analyze_rank(trace, rank, config, detectors);
+      RankResult result = analyze_rank(trace, rank, config, std::move(detectors));
       if (json_out) write_jsonl(result, *json_out);
       if (html_file.is_open()) html_ranks.push_back(result);
       if (text) {

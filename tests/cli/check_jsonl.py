@@ -12,7 +12,8 @@ STEP_KEYS = ["type", "rank", "step", "start_us", "dur_ms", "gpu_busy_pct", "comp
              "exposed_comm_ms", "copy_ms", "copy_only_ms", "idle_ms", "blocked_idle_ms", "kernels", "syncs"]
 IDLE_KEYS = ["input", "sync", "launch", "host", "other"]
 FINDING_KEYS = ["type", "rank", "step", "detector", "severity", "cost_ms", "cost_pct", "message", "evidence"]
-SUMMARY_KEYS = ["type", "rank", "steps", "step_ms", "gpu_busy_pct", "comm_comp_overlap_pct", "findings"]
+SUMMARY_KEYS = ["type", "rank", "steps", "step_ms", "gpu_busy_pct", "comm_comp_overlap_pct", "findings",
+                "judged_steps", "warmup_steps", "untraced_steps", "incomplete_steps", "per_step_ms", "data_loss"]
 
 
 def fail(msg):
@@ -66,6 +67,15 @@ def main():
                 fail(f"summary fields {list(r.keys())} != {SUMMARY_KEYS}")
             if list(r["step_ms"].keys()) != ["mean", "median", "p90", "cv"]:
                 fail("summary step_ms fields")
+            if r["judged_steps"] + r["warmup_steps"] + r["untraced_steps"] + r["incomplete_steps"] != r["steps"]:
+                fail("summary step counts do not add up to steps")
+            per = r["per_step_ms"]
+            if list(per.keys()) != ["compute", "exposed_comm", "copy_only", "idle"]:
+                fail("summary per_step_ms fields")
+            if list(per["idle"].keys()) != ["input", "sync", "launch", "host", "other"]:
+                fail("summary per_step_ms idle fields")
+            if list(r["data_loss"].keys()) != ["records", "buffers"]:
+                fail("summary data_loss fields")
             o = r["comm_comp_overlap_pct"]
             if o is not None and not (0 <= o <= 100):
                 fail(f"overlap out of range: {o}")

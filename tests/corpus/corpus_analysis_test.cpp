@@ -19,7 +19,7 @@ RankResult analyze_file(const std::filesystem::path& path) {
   Trace trace = import_kineto_file(path.string());
   AnalysisConfig config;
   auto detectors = make_detectors(config);
-  return analyze_rank(trace, std::max(trace.rank, 0), config, detectors);
+  return analyze_rank(trace, std::max(trace.rank, 0), config, std::move(detectors));
 }
 
 std::vector<const Finding*> findings_of(const RankResult& r, std::string_view detector) {

@@ -21,7 +21,7 @@ TEST(CorpusMultiRank, SampledTwoRanksAlignAndJudgeBothSteps) {
   for (const char* name : {"sampled_rank-0.json.gz", "sampled_rank-1.json.gz"}) {
     Trace trace = import_kineto_file((dir / name).string());
     auto detectors = make_detectors({});
-    results.push_back(analyze_rank(trace, trace.rank, {}, detectors));
+    results.push_back(analyze_rank(trace, trace.rank, {}, std::move(detectors)));
     collectives.push_back(collect_collectives(trace, results.back()));
   }
   EXPECT_EQ(collectives[0].rank, 0);

@@ -123,7 +123,7 @@ TEST(CorpusNsys, CloverleafHeavySyncsAreReported) {
   Trace trace = import_nsys_sqlite((nsys_dir() / "pipit-cloverleaf.sqlite").string());
   AnalysisConfig config;
   auto detectors = make_detectors(config);
-  const RankResult r = analyze_rank(trace, 0, config, detectors);
+  const RankResult r = analyze_rank(trace, 0, config, std::move(detectors));
   ASSERT_FALSE(r.steps.empty());
   int device_syncs = 0;
   for (const StepView& v : r.steps) {

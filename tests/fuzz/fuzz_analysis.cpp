@@ -72,7 +72,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   AnalysisConfig config;
   auto detectors = make_detectors(config);
-  const RankResult result = analyze_rank(trace, 0, config, detectors);
+  const RankResult result = analyze_rank(trace, 0, config, std::move(detectors));
   for (const StepView& v : result.steps) {
     const int64_t sum = v.compute_ns + v.exposed_comm_ns + v.copy_only_ns + v.idle.total();
     if (sum != v.duration_ns()) {

@@ -22,7 +22,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (trace.events.size() > 20000) return 0;
   stepwatch::AnalysisConfig config;
   auto detectors = stepwatch::make_detectors(config);
-  const stepwatch::RankResult r = stepwatch::analyze_rank(trace, 0, config, detectors);
+  const stepwatch::RankResult r = stepwatch::analyze_rank(trace, 0, config, std::move(detectors));
   for (const stepwatch::StepView& v : r.steps) {
     if (v.compute_ns + v.exposed_comm_ns + v.copy_only_ns + v.idle.total() != v.duration_ns()) std::abort();
   }

@@ -24,7 +24,7 @@ inline void analyze_and_check(Trace& trace) {
   if (trace.events.size() > 20000) return;
   AnalysisConfig config;
   auto detectors = make_detectors(config);
-  const RankResult r = analyze_rank(trace, 0, config, detectors);
+  const RankResult r = analyze_rank(trace, 0, config, std::move(detectors));
   for (const StepView& v : r.steps) {
     const int64_t sum = v.compute_ns + v.exposed_comm_ns + v.copy_only_ns + v.idle.total();
     if (sum != v.duration_ns()) {

@@ -13,7 +13,7 @@
 namespace stepwatch::live {
 namespace {
 
-class Recorder final : public LiveReporter {
+class Recorder final : public Reporter {
  public:
   struct Step {
     StepView view;
@@ -69,7 +69,7 @@ TEST_P(LiveMatchesOffline, SameStepsAndFindings) {
   LiveConfig config = test_config();
   Trace offline_trace = run.trace;
   auto detectors = make_detectors(config.analysis);
-  const RankResult offline = analyze_rank(offline_trace, 0, config.analysis, detectors);
+  const RankResult offline = analyze_rank(offline_trace, 0, config.analysis, std::move(detectors));
 
   LossCounters losses;
   Recorder rec;
@@ -180,13 +180,22 @@ TEST(LivePipeline, LossesBecomeADataLossFinding) {
   losses.add(LossKind::kCuptiDropped, 120);
   losses.add(LossKind::kZeroTimestamp, 3);
   replay(run.trace, pipeline, 1000, 1);
-  ASSERT_EQ(rec.run_findings.size(), 1u);
-  const Finding& f = rec.run_findings[0];
+  // Reported once, at the first step judged after the loss (an established finding: the log
+  // says it at once).
+  std::vector<Finding> all = rec.run_findings;
+  for (const auto& s : rec.steps) all.insert(all.end(), s.findings.begin(), s.findings.end());
+  ASSERT_EQ(all.size(), 1u);
+  const Finding& f = all[0];
   EXPECT_EQ(f.detector, "data_loss");
+  EXPECT_EQ(f.step, rec.steps[0].view.step);
+  EXPECT_TRUE(f.established);
   EXPECT_NE(f.message.find("123 trace records lost"), std::string::npos) << f.message;
   EXPECT_NE(f.message.find("cupti_dropped 120"), std::string::npos);
 }
 
+// No step source, no watermark (nothing complete, so no inference): when the retained events reach
+// the cap, what is held is judged as one pseudo-step before it is evicted — never dropped unseen —
+// and no_step_marks says so, once.
 TEST(LivePipeline, NoStepMarksIsReportedOnceWhenTheRetentionCapIsReached) {
   synthetic::ScenarioOptions opts;
   opts.steps = 40;
@@ -201,9 +210,17 @@ TEST(LivePipeline, NoStepMarksIsReportedOnceWhenTheRetentionCapIsReached) {
     pipeline.ingest(copy);
   }
   EXPECT_LE(pipeline.retained_events(), static_cast<size_t>((8 << 20) / 2 / sizeof(Event)));
-  ASSERT_EQ(rec.run_findings.size(), 1u);
-  EXPECT_EQ(rec.run_findings[0].detector, "no_step_marks");
-  EXPECT_EQ(losses.total(), 0u);  // not data loss: nothing could have been judged
+  ASSERT_FALSE(rec.steps.empty());
+  std::vector<Finding> marks;
+  for (const auto& s : rec.steps) {
+    EXPECT_EQ(s.view.source, StepSource::kWholeTrace);
+    for (const Finding& f : s.findings) {
+      if (f.detector == "no_step_marks") marks.push_back(f);
+    }
+  }
+  ASSERT_EQ(marks.size(), 1u);
+  EXPECT_NE(marks[0].message.find("pseudo-step"), std::string::npos) << marks[0].message;
+  EXPECT_EQ(losses.total(), 0u);  // not data loss: the evicted events were judged first
 }
 
 TEST(LivePipeline, StepsWhileUntracedAreNotJudged) {

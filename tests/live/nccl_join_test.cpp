@@ -94,7 +94,7 @@ TEST(NcclJoin, NoJoinWithoutAnEnclosingRangeOnTheLaunchingThread) {
   expect_none(e, "no NCCL ranges at all (NCCL_NVTX_DISABLE=1)");
 }
 
-class Recorder final : public LiveReporter {
+class Recorder final : public Reporter {
  public:
   void on_step(const StepView& v, StepStatus, std::span<const Finding> f) override {
     steps.push_back(v);

@@ -228,7 +228,7 @@ RankResult analyze_with_samples(double slowdown, bool clock_drops) {
   }
   AnalysisConfig config;
   auto detectors = make_detectors(config);
-  return analyze_rank(run.trace, 0, config, detectors);
+  return analyze_rank(run.trace, 0, config, std::move(detectors));
 }
 
 TEST(NvmlSamplerPipeline, AClockThatDropsMidRunConfirmsThrottleWithItsEvidence) {

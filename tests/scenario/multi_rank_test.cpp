@@ -31,7 +31,7 @@ MergedRun analyze_ranks(const MultiRankOptions& options, const AnalysisConfig& c
   for (const synthetic::SyntheticRun& run : runs) {
     Trace trace = run.trace;
     auto detectors = make_detectors(config);
-    out.results.push_back(analyze_rank(trace, trace.rank, config, detectors));
+    out.results.push_back(analyze_rank(trace, trace.rank, config, std::move(detectors)));
     collectives.push_back(collect_collectives(trace, out.results.back()));
   }
   std::vector<const RankResult*> results;
@@ -177,7 +177,7 @@ TEST(MultiRankScenario, RankWithoutCollectivesIsReportedAndExcluded) {
       std::erase_if(trace.events, [](const Event& e) { return e.is_comm_kernel(); });
     }
     auto detectors = make_detectors({});
-    results.push_back(analyze_rank(trace, trace.rank, {}, detectors));
+    results.push_back(analyze_rank(trace, trace.rank, {}, std::move(detectors)));
     collectives.push_back(collect_collectives(trace, results.back()));
   }
   std::vector<const RankResult*> ptrs;
@@ -195,7 +195,7 @@ TEST(MultiRankScenario, OneRankGivesNoMergedVerdict) {
   const std::vector<synthetic::SyntheticRun> runs = synthetic::generate_ranks(job(StragglerKind::kNone, -1));
   Trace trace = runs[0].trace;
   auto detectors = make_detectors({});
-  const RankResult result = analyze_rank(trace, 0, {}, detectors);
+  const RankResult result = analyze_rank(trace, 0, {}, std::move(detectors));
   const MergedAnalysis m = merge_ranks({collect_collectives(trace, result)}, {&result}, {});
   EXPECT_TRUE(m.steps.empty());
   EXPECT_TRUE(m.findings.empty());

@@ -48,7 +48,7 @@ struct AnalyzedRun {
 inline RankResult analyze(const Trace& trace, const AnalysisConfig& config = {}) {
   Trace copy = trace;
   auto detectors = make_detectors(config);
-  return analyze_rank(copy, 0, config, detectors);
+  return analyze_rank(copy, 0, config, std::move(detectors));
 }
 
 inline AnalyzedRun analyze_scenario(const std::string& name, const synthetic::ScenarioOptions& options = {}) {

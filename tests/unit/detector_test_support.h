@@ -12,11 +12,6 @@
 
 namespace stepwatch::testing {
 
-class Collect : public FindingSink {
- public:
-  void emit(Finding f) override { findings.push_back(std::move(f)); }
-  std::vector<Finding> findings;
-};
 
 inline std::unique_ptr<Detector> make(std::string_view id, const AnalysisConfig& config = {}) {
   for (const DetectorInfo& d : registered_detectors()) {

@@ -13,7 +13,6 @@
 namespace stepwatch {
 namespace {
 
-using testing::Collect;
 using testing::make;
 
 StepView step_ms(double dur_ms, int64_t number = 4) {
@@ -30,9 +29,9 @@ std::vector<Finding> judge(std::string_view id, const StepView& v, const Analysi
   auto d = make(id, config);
   EXPECT_NE(d, nullptr) << id;
   if (!d) return {};
-  Collect sink;
+  FindingCollector sink;
   d->on_step(v, sink);
-  d->on_finish(sink);
+  d->on_finish(RunView{}, sink);
   return sink.findings;
 }
 
@@ -252,7 +251,7 @@ CopyRecord h2d(uint64_t bytes, double gb_per_s, MemoryKind src = MemoryKind::kPi
 
 TEST(SlowH2d, JudgesAgainstTheBestRateSeenSoFar) {
   auto d = make("slow_h2d");
-  Collect sink;
+  FindingCollector sink;
   StepView fast = step_ms(40, 1);
   fast.copies.push_back(h2d(64ull << 20, 20.0));
   d->on_step(fast, sink);
@@ -305,7 +304,7 @@ TEST(SlowH2d, CostIsOnlyTheExposedPartOfTheExtraTime) {
 
 TEST(SlowH2d, PageableCopiesAreNeitherBaselineNorJudged) {
   auto d = make("slow_h2d");
-  Collect sink;
+  FindingCollector sink;
   StepView pageable_fast = step_ms(40, 1);
   pageable_fast.copies.push_back(h2d(64ull << 20, 25.0, MemoryKind::kPageable));
   d->on_step(pageable_fast, sink);

@@ -17,7 +17,6 @@ namespace {
 
 constexpr int64_t kMs = 1'000'000;
 
-using testing::Collect;
 using testing::make;
 
 // A sequence of steps laid end to end, numbered from 1, fed to one detector.
@@ -59,7 +58,7 @@ class Sequence {
 
  private:
   std::unique_ptr<Detector> detector_;
-  Collect sink_;
+  FindingCollector sink_;
   int64_t number_ = 0;
   int64_t now_ = 1'000 * kMs;
 };

@@ -16,7 +16,6 @@ namespace {
 
 constexpr int64_t kMs = 1'000'000;
 
-using testing::Collect;
 using testing::make;
 
 // A GPU-bound step of 40 ms: 4 kernel names x `count` instances of `mean_ms` x `scale`.
@@ -42,9 +41,9 @@ StepView kernel_step(int64_t number, double scale, int count = 10, double mean_m
 }
 
 std::vector<Finding> feed(Detector& d, const std::vector<StepView>& steps) {
-  Collect sink;
+  FindingCollector sink;
   for (const StepView& v : steps) d.on_step(v, sink);
-  d.on_finish(sink);
+  d.on_finish(RunView{}, sink);
   return sink.findings;
 }
 

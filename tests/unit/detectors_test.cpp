@@ -9,7 +9,6 @@
 namespace stepwatch {
 namespace {
 
-using testing::Collect;
 using testing::make;
 
 StepView step_ms(double dur_ms) {
@@ -25,9 +24,9 @@ StepView step_ms(double dur_ms) {
 std::vector<Finding> judge(std::string_view id, const StepView& v, const AnalysisConfig& config = {}) {
   auto d = make(id, config);
   EXPECT_NE(d, nullptr) << id;
-  Collect sink;
+  FindingCollector sink;
   d->on_step(v, sink);
-  d->on_finish(sink);
+  d->on_finish(RunView{}, sink);
   return sink.findings;
 }
 
@@ -130,7 +129,7 @@ TEST(NoStepMarks, OnlyForAPseudoStepAndOnlyOnce) {
   EXPECT_TRUE(judge("no_step_marks", v).empty());
   v.source = StepSource::kWholeTrace;
   auto d = make("no_step_marks");
-  Collect sink;
+  FindingCollector sink;
   d->on_step(v, sink);
   d->on_step(v, sink);
   ASSERT_EQ(sink.findings.size(), 1u);

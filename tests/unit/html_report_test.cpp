@@ -60,6 +60,12 @@ StepView make_step(int64_t step, int64_t dur_ns) {
   return v;
 }
 
+RunSummary summary_of(const std::vector<StepView>& steps) {
+  RunSummaryBuilder b(0);
+  for (const StepView& v : steps) b.add_step(v, StepStatus::kJudged, {});
+  return b.build();
+}
+
 RankResult make_rank(size_t steps, int rank = 0) {
   RankResult r;
   r.rank = rank;
@@ -69,7 +75,7 @@ RankResult make_rank(size_t steps, int rank = 0) {
   for (size_t i = 0; i < steps; ++i) r.steps.push_back(make_step(int64_t(i), 40'000'000 + int64_t(i % 7) * 1'000'000));
   r.summary.rank = rank;
   r.summary.steps = int(steps);
-  r.summary.step_ms = step_time_stats(r.steps);
+  r.summary.step_ms = summary_of(r.steps).step_ms;
   r.summary.gpu_busy_pct = 65;
   r.summary.comm_comp_overlap_pct = std::numeric_limits<double>::quiet_NaN();  // no comm
   return r;
@@ -173,7 +179,7 @@ TEST(HtmlReport, OneStepAndAZeroLengthStep) {
   StepView empty;
   empty.step = 3;
   r.steps = {empty};  // zero duration: every share is 0/0
-  r.summary.step_ms = step_time_stats(r.steps);
+  r.summary.step_ms = summary_of(r.steps).step_ms;
   html = render({r});
   expect_sane_page(html);
 }

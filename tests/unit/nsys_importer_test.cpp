@@ -413,7 +413,7 @@ TEST(NsysImporter, TimestampsOutsideTheTimeDomainAreLeftOutAndCounted) {
   // The analysis runs over what was kept (UBSan checks the arithmetic in the sanitizer build).
   AnalysisConfig config;
   auto detectors = make_detectors(config);
-  const RankResult r = analyze_rank(t, 0, config, detectors);
+  const RankResult r = analyze_rank(t, 0, config, std::move(detectors));
   ASSERT_EQ(r.steps.size(), 1u);
   EXPECT_EQ(r.steps[0].duration_ns(), 8500);
 }

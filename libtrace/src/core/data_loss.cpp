@@ -13,19 +13,45 @@ std::string_view to_string(LossKind kind) {
     case LossKind::kUnpairedRange: return "unpaired_range";
     case LossKind::kRetentionCap: return "retention_cap";
     case LossKind::kBuffersAbandoned: return "buffers_abandoned";
+    case LossKind::kLateRecord: return "late_record";
     default: return "unknown";
   }
 }
 
-LossSummary summarize_losses(std::span<const uint64_t> counts) {
-  LossSummary out;
+namespace {
+
+uint64_t total_of(const std::map<std::string, uint64_t, std::less<>>& m) {
+  uint64_t t = 0;
+  for (const auto& [reason, n] : m) t += n;
+  return t;
+}
+
+std::string text_of(const std::map<std::string, uint64_t, std::less<>>& m) {
+  std::string out;
+  for (const auto& [reason, n] : m) out += (out.empty() ? "" : ", ") + reason + " " + std::to_string(n);
+  return out;
+}
+
+}  // namespace
+
+uint64_t LossSnapshot::total_records() const { return total_of(records); }
+uint64_t LossSnapshot::total_buffers() const { return total_of(buffers); }
+std::string LossSnapshot::records_text() const { return text_of(records); }
+std::string LossSnapshot::buffers_text() const { return text_of(buffers); }
+
+void LossSnapshot::add_records(std::string_view reason, uint64_t n) {
+  if (n == 0) return;
+  auto it = records.find(reason);
+  if (it == records.end()) it = records.emplace(std::string(reason), 0).first;
+  it->second += n;
+}
+
+LossSnapshot snapshot_of(std::span<const uint64_t> counts) {
+  LossSnapshot out;
   for (size_t k = 0; k < counts.size(); ++k) {
     if (counts[k] == 0) continue;
     const auto kind = static_cast<LossKind>(k);
-    const bool buffers = counts_buffers(kind);
-    (buffers ? out.buffers : out.records) += counts[k];
-    std::string& list = buffers ? out.buffer_kinds : out.record_kinds;
-    list += (list.empty() ? "" : ", ") + std::string(to_string(kind)) + " " + std::to_string(counts[k]);
+    (counts_buffers(kind) ? out.buffers : out.records)[std::string(to_string(kind))] += counts[k];
   }
   return out;
 }

@@ -5,11 +5,13 @@
 #include <limits>
 #include <unordered_map>
 
+
 namespace stepwatch {
 namespace {
 
 constexpr std::string_view kOptimizerPrefix = "Optimizer.step#";
 constexpr std::string_view kOptimizerSuffix = ".step";
+constexpr size_t kRecentWindows = 64;  // windows whose median decides whether a partial one is a step
 
 bool is_optimizer_step(std::string_view name) {
   return name.size() > kOptimizerPrefix.size() + kOptimizerSuffix.size() && name.starts_with(kOptimizerPrefix) &&
@@ -26,36 +28,20 @@ int64_t host_end(std::span<const Event> events, Interval extent) {
   return end == std::numeric_limits<int64_t>::min() ? extent.end : end;
 }
 
-// Windows between consecutive boundaries; the partial windows at either end when they look like
-// a step. Empty when fewer than two windows result.
-std::vector<StepWindow> windows_between(std::vector<int64_t> bounds, Interval extent, int64_t host_end) {
-  std::sort(bounds.begin(), bounds.end());
-  bounds.erase(std::unique(bounds.begin(), bounds.end()), bounds.end());
-  std::vector<StepWindow> out;
-  if (bounds.size() < 2) return out;
-  std::vector<int64_t> durations;
-  for (size_t i = 0; i + 1 < bounds.size(); ++i) durations.push_back(bounds[i + 1] - bounds[i]);
-  std::vector<int64_t> sorted = durations;
-  std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(sorted.size() / 2), sorted.end());
-  const double median = double(sorted[sorted.size() / 2]);
-  auto looks_like_a_step = [&](int64_t d) { return double(d) >= 0.5 * median && double(d) <= 1.5 * median; };
-  auto add = [&](int64_t s, int64_t e) {
-    StepWindow w;
-    w.start_ns = s;
-    w.end_ns = e;
-    w.number = static_cast<int64_t>(out.size());
-    w.source = StepSource::kInferred;
-    out.push_back(w);
-  };
-  if (extent.start < bounds.front() && looks_like_a_step(bounds.front() - extent.start)) add(extent.start, bounds.front());
-  for (size_t i = 0; i + 1 < bounds.size(); ++i) add(bounds[i], bounds[i + 1]);
-  if (host_end > bounds.back() && looks_like_a_step(host_end - bounds.back())) add(bounds.back(), host_end);
-  if (out.size() < 2) out.clear();
-  return out;
+// The upper median (the middle value of an odd count, the upper of the two middle ones otherwise).
+double upper_median(std::vector<int64_t> v) {
+  if (v.empty()) return 0;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+  return double(v[v.size() / 2]);
 }
 
-std::optional<StepInference> from_optimizer_ranges(std::span<const Event> events, const NameTable& names,
-                                                   Interval extent, const StepInferenceParams& params) {
+bool looks_like_a_step(int64_t duration_ns, double median_ns) {
+  return double(duration_ns) >= 0.5 * median_ns && double(duration_ns) <= 1.5 * median_ns;
+}
+
+// The ends of the outermost optimizer ranges, sorted (the same range recorded twice — cpu_op and
+// user_annotation — is one optimizer step). `first` names one of them, for messages.
+std::vector<int64_t> optimizer_ends(std::span<const Event> events, const NameTable& names, std::string* first) {
   std::unordered_map<NameId, bool> is_opt;
   std::vector<const Event*> ranges;
   for (const Event& e : events) {
@@ -67,7 +53,6 @@ std::optional<StepInference> from_optimizer_ranges(std::span<const Event> events
   std::sort(ranges.begin(), ranges.end(), [](const Event* a, const Event* b) {
     return a->start_ns != b->start_ns ? a->start_ns < b->start_ns : a->end_ns > b->end_ns;
   });
-  // Outermost only: the same range recorded twice (cpu_op + user_annotation) is one optimizer step.
   std::vector<int64_t> ends;
   int64_t outer_end = std::numeric_limits<int64_t>::min();
   for (const Event* r : ranges) {
@@ -75,15 +60,12 @@ std::optional<StepInference> from_optimizer_ranges(std::span<const Event> events
     outer_end = r->end_ns;
     ends.push_back(r->end_ns);
   }
-  if (static_cast<int>(ends.size()) < params.min_optimizer_ranges) return std::nullopt;
-  StepInference inf;
-  inf.method = kInferredFromOptimizer;
-  inf.steps = windows_between(ends, extent, host_end(events, extent));
-  if (inf.steps.empty()) return std::nullopt;
-  inf.description = "the ends of " + std::to_string(ends.size()) + " optimizer ranges ('" +
-                    std::string(names.view(ranges.front()->name)) + "')";
-  return inf;
+  if (first != nullptr && !ranges.empty()) *first = std::string(names.view(ranges.front()->name));
+  std::sort(ends.begin(), ends.end());
+  return ends;
 }
+
+// ---- the GPU record sequence in launch order ------------------------------------------------------
 
 struct Record {
   int64_t key = 0;  // launch order: the launching call's start, else the record's start
@@ -91,8 +73,17 @@ struct Record {
   const Event* launcher = nullptr;
 };
 
-std::optional<StepInference> from_kernel_period(std::span<const Event> events, Interval extent,
-                                                const StepInferenceParams& params) {
+// The GPU records in program order, with, for each, the host pause before it (or the GPU idle
+// before it, in GPU order) and the time a step beginning at that record would begin.
+struct LaunchSequence {
+  std::vector<Record> recs;
+  std::vector<int64_t> pause, begin;
+  std::vector<uint8_t> known;  // whether anything precedes the record (its pause is known)
+  bool by_launch = false;
+};
+
+// `force_by_launch`: 1 or 0 to keep the order chosen at the lock, -1 to choose.
+LaunchSequence build_sequence(std::span<const Event> events, int force_by_launch) {
   // Launching calls by correlation (the earliest call of a correlation stands for it).
   std::unordered_map<uint64_t, const Event*> call_of;
   std::unordered_map<uint32_t, std::vector<const Event*>> calls_by_thread;
@@ -106,7 +97,7 @@ std::optional<StepInference> from_kernel_period(std::span<const Event> events, I
   for (auto& [thread, list] : calls_by_thread) {
     std::sort(list.begin(), list.end(), [](const Event* a, const Event* b) { return a->start_ns < b->start_ns; });
   }
-  std::vector<Record> recs;
+  LaunchSequence seq;
   size_t launched = 0;
   for (const Event& e : events) {
     if (!e.is_gpu_record()) continue;
@@ -116,28 +107,66 @@ std::optional<StepInference> from_kernel_period(std::span<const Event> events, I
       if (it != call_of.end()) r.launcher = it->second;
     }
     launched += r.launcher != nullptr;
-    recs.push_back(r);
+    seq.recs.push_back(r);
   }
   // Launch order is program order; GPU order interleaves streams. Records without their call in
   // the data (queued before the capture began) are out of program order: dropped when most
   // records have calls; with few calls, GPU order for all.
-  const bool by_launch = 2 * launched >= recs.size() && launched > 0;
-  if (by_launch) {
-    std::erase_if(recs, [](const Record& r) { return r.launcher == nullptr; });
-    for (Record& r : recs) r.key = r.launcher->start_ns;
+  seq.by_launch = force_by_launch >= 0 ? force_by_launch == 1 : 2 * launched >= seq.recs.size() && launched > 0;
+  if (seq.by_launch) {
+    std::erase_if(seq.recs, [](const Record& r) { return r.launcher == nullptr; });
+    for (Record& r : seq.recs) r.key = r.launcher->start_ns;
   } else {
-    for (Record& r : recs) r.launcher = nullptr;
+    for (Record& r : seq.recs) r.launcher = nullptr;
   }
-  std::sort(recs.begin(), recs.end(), [](const Record& a, const Record& b) {
+  std::sort(seq.recs.begin(), seq.recs.end(), [](const Record& a, const Record& b) {
     return a.key != b.key ? a.key < b.key : a.event->start_ns < b.event->start_ns;
   });
-  const size_t total = recs.size();
-  const size_t n = std::min(total, params.max_records);
+  const size_t total = seq.recs.size();
+  seq.pause.assign(total, 0);
+  seq.begin.assign(total, 0);
+  seq.known.assign(total, 0);
+  int64_t gpu_end = std::numeric_limits<int64_t>::min();
+  for (size_t i = 0; i < total; ++i) {
+    const Event& e = *seq.recs[i].event;
+    if (const Event* call = seq.recs[i].launcher) {
+      const auto& list = calls_by_thread[call->thread];
+      auto it = std::lower_bound(list.begin(), list.end(), call->start_ns,
+                                 [](const Event* x, int64_t t) { return x->start_ns < t; });
+      seq.begin[i] = call->start_ns;
+      if (it != list.begin()) {
+        const int64_t prev_end = (*std::prev(it))->end_ns;
+        seq.known[i] = 1;
+        if (prev_end <= call->start_ns) {
+          seq.pause[i] = call->start_ns - prev_end;
+          seq.begin[i] = prev_end;
+        }
+      }
+    } else {
+      seq.begin[i] = e.start_ns;
+      seq.known[i] = gpu_end > std::numeric_limits<int64_t>::min();
+      if (seq.known[i] && gpu_end < e.start_ns) {
+        seq.pause[i] = e.start_ns - gpu_end;
+        seq.begin[i] = gpu_end;
+      }
+      gpu_end = std::max(gpu_end, e.end_ns);
+    }
+  }
+  return seq;
+}
+
+// ---- the period and the phase ------------------------------------------------------------------------
+
+// Candidates are the distances between consecutive occurrences of a name; the period is the
+// smallest whose score (share of records equal to the one a period later) is >= min_match and
+// within match_slack of the best, searched in the first max_records records.
+std::optional<std::pair<size_t, double>> find_period(const LaunchSequence& seq, const StepInferenceParams& params) {
+  const auto& recs = seq.recs;
+  const size_t n = std::min(recs.size(), params.max_records);
   const auto min_period = static_cast<size_t>(std::max(params.min_period_records, 1));
   const auto min_reps = static_cast<size_t>(std::max(params.min_repetitions, 2));
   if (n < min_period * min_reps) return std::nullopt;
 
-  // Candidate periods: distances between consecutive occurrences of a name.
   std::unordered_map<NameId, size_t> last_seen;
   std::unordered_map<size_t, int> distance_count;
   for (size_t i = 0; i < n; ++i) {
@@ -166,66 +195,35 @@ std::optional<StepInference> from_kernel_period(std::span<const Event> events, I
     score[c] = double(same) / double(n - p);
     best = std::max(best, score[c]);
   }
-  size_t period = 0;
-  double match = 0.0;
   for (size_t c = 0; c < candidates.size(); ++c) {
     if (score[c] >= params.min_match && score[c] >= best - params.match_slack) {
-      period = candidates[c].first;
-      match = score[c];
-      break;
+      return std::make_pair(candidates[c].first, score[c]);
     }
   }
-  if (period == 0) return std::nullopt;
+  return std::nullopt;
+}
 
-  // The host pause before each record (or the GPU idle before it, in GPU order), and the time a
-  // step beginning at that record would begin.
-  std::vector<int64_t> pause(total, 0), begin(total, 0);
-  std::vector<uint8_t> known(total, 0);  // whether anything precedes the record (its pause is known)
-  int64_t gpu_end = std::numeric_limits<int64_t>::min();
-  for (size_t i = 0; i < total; ++i) {
-    const Event& e = *recs[i].event;
-    if (const Event* call = recs[i].launcher) {
-      const auto& list = calls_by_thread[call->thread];
-      auto it = std::lower_bound(list.begin(), list.end(), call->start_ns,
-                                 [](const Event* x, int64_t t) { return x->start_ns < t; });
-      begin[i] = call->start_ns;
-      if (it != list.begin()) {
-        const int64_t prev_end = (*std::prev(it))->end_ns;
-        known[i] = 1;
-        if (prev_end <= call->start_ns) {
-          pause[i] = call->start_ns - prev_end;
-          begin[i] = prev_end;
-        }
-      }
-    } else {
-      begin[i] = e.start_ns;
-      known[i] = gpu_end > std::numeric_limits<int64_t>::min();
-      if (known[i] && gpu_end < e.start_ns) {
-        pause[i] = e.start_ns - gpu_end;
-        begin[i] = gpu_end;
-      }
-      gpu_end = std::max(gpu_end, e.end_ns);
-    }
-  }
-
-  // The phase: positions relative to a reference period in the middle of the sample (a warm-up
-  // head does not decide it).
+// The position in the period where a step begins, as the index of its occurrence in a reference
+// period in the middle of the sample (a warm-up head does not decide it): the first host-to-device
+// copy (the input batch) if the period has one, preferring the one after the longest host pause;
+// otherwise the record after the longest mean host pause (the loop head).
+size_t choose_phase(const LaunchSequence& seq, size_t period, size_t n) {
+  const size_t total = seq.recs.size();
   const size_t ref = (n / 2 / period) * period;
   std::vector<double> mean_pause(period, 0.0);
   for (size_t j = 0; j < period; ++j) {
     double sum = 0;
     int count = 0;
     for (size_t i = j; i < n; i += period) {
-      sum += double(pause[i]);
+      sum += double(seq.pause[i]);
       ++count;
     }
     mean_pause[j] = count > 0 ? sum / count : 0.0;
   }
   auto is_h2d = [](const Event& e) { return e.kind == EventKind::kMemcpy && e.copy_kind() == CopyKind::kHtoD; };
-  // mean_pause is indexed by position mod period; the reference period starts at a multiple of it.
   size_t phase = period;
   for (size_t j = 0; j < period; ++j) {
-    if (ref + j >= total || !is_h2d(*recs[ref + j].event)) continue;
+    if (ref + j >= total || !is_h2d(*seq.recs[ref + j].event)) continue;
     if (phase == period || mean_pause[j] > mean_pause[phase]) phase = j;
   }
   if (phase == period) {
@@ -234,60 +232,168 @@ std::optional<StepInference> from_kernel_period(std::span<const Event> events, I
       if (mean_pause[j] > mean_pause[phase]) phase = j;
     }
   }
-  const NameId phase_name = recs[ref + phase].event->name;
+  return ref + phase;
+}
 
-  // Cuts: from the reference occurrence, the phase record nearest to one period later (and
-  // earlier), while the loop lasts.
+// The cut chain from `from`: each next (previous, when `step` < 0) cut is the record named
+// `phase` nearest to one period later (earlier), within a quarter period, while the sequence
+// lasts. Forward cuts whose search would reach past `horizon` (records that may still be missing)
+// are not taken.
+std::vector<size_t> chain(const LaunchSequence& seq, size_t from, size_t period, NameId phase, int step,
+                          size_t horizon) {
+  const auto total = static_cast<int64_t>(seq.recs.size());
   const auto reach = static_cast<int64_t>(std::max<size_t>(period / 4, 1));
-  auto nearest = [&](int64_t expected) -> size_t {
+  auto nearest = [&](int64_t expected) -> int64_t {
     for (int64_t k = 0; k <= reach; ++k) {
       for (int64_t at : {expected - k, expected + k}) {
-        if (at >= 0 && at < static_cast<int64_t>(total) && recs[static_cast<size_t>(at)].event->name == phase_name) {
-          return static_cast<size_t>(at);
-        }
+        if (at >= 0 && at < total && seq.recs[static_cast<size_t>(at)].event->name == phase) return at;
       }
     }
-    return total;
+    return -1;
   };
-  const auto p = static_cast<int64_t>(period);
-  std::vector<size_t> cuts{ref + phase};
-  for (size_t pos = ref + phase;;) {
-    const size_t next = nearest(static_cast<int64_t>(pos) + p);
-    if (next >= total || next <= pos) break;
-    cuts.push_back(next);
+  std::vector<size_t> cuts;
+  for (auto pos = static_cast<int64_t>(from);;) {
+    const int64_t expected = pos + step * static_cast<int64_t>(period);
+    if (step > 0 && horizon != SIZE_MAX && expected + reach >= static_cast<int64_t>(horizon)) break;
+    const int64_t next = nearest(expected);
+    if (next < 0 || (step > 0 ? next <= pos : next >= pos)) break;
+    cuts.push_back(static_cast<size_t>(next));
     pos = next;
   }
-  for (size_t pos = ref + phase;;) {
-    const size_t prev = nearest(static_cast<int64_t>(pos) - p);
-    if (prev >= pos) break;  // none (total) or not earlier
-    cuts.push_back(prev);
-    pos = prev;
-  }
+  return cuts;
+}
+
+// Boundaries from cuts: a cut with nothing before it in the data (the capture's first call) does
+// not show where its step began (the data wait before it is not in the data).
+std::vector<int64_t> bounds_of(const LaunchSequence& seq, const std::vector<size_t>& cuts) {
   std::vector<int64_t> bounds;
-  // A cut with nothing before it in the data (the capture's first call) does not show where its
-  // step began (the data wait before it is not in the data): the head window covers it.
   for (size_t c : cuts) {
-    if (known[c]) bounds.push_back(begin[c]);
+    if (seq.known[c]) bounds.push_back(seq.begin[c]);
   }
-  StepInference inf;
-  inf.method = kInferredFromKernelPeriod;
-  inf.period_records = static_cast<int>(period);
-  inf.match = match;
-  inf.steps = windows_between(std::move(bounds), extent, host_end(events, extent));
-  if (inf.steps.empty()) return std::nullopt;
+  std::sort(bounds.begin(), bounds.end());
+  bounds.erase(std::unique(bounds.begin(), bounds.end()), bounds.end());
+  return bounds;
+}
+
+std::string period_description(bool by_launch, size_t period, double match) {
   char pct[16];
   std::snprintf(pct, sizeof pct, "%.0f%%", 100.0 * match);
-  inf.description = "the period of the GPU " + std::string(by_launch ? "launch" : "record") + " sequence (" +
-                    std::to_string(period) + " records per step, " + pct + " repeat one period later)";
-  return inf;
+  return "the period of the GPU " + std::string(by_launch ? "launch" : "record") + " sequence (" +
+         std::to_string(period) + " records per step, " + pct + " repeat one period later)";
 }
 
 }  // namespace
 
+// Windows from boundary to boundary; the partial windows before the first boundary (from the
+// data's start) and after the last (to the end of the host's last CUDA call) only when they look
+// like a step (0.5–1.5x the median): a capture rarely starts or ends on a step boundary.
+std::vector<StepWindow> StepInferrer::finish_windows(std::vector<int64_t> bounds, int64_t tail_end, bool final) {
+  std::vector<StepWindow> out;
+  auto add = [&](int64_t s, int64_t e) {
+    out.push_back(StepWindow{s, e, ordinal_++, StepSource::kInferred});
+    recent_ns_.push_back(e - s);
+  };
+  if (last_bound_ != INT64_MIN) bounds.insert(bounds.begin(), last_bound_);
+  for (size_t i = 0; i + 1 < bounds.size(); ++i) add(bounds[i], bounds[i + 1]);
+  if (!bounds.empty()) last_bound_ = bounds.back();
+  if (final && !recent_ns_.empty() && tail_end > last_bound_) {
+    const double median = upper_median(recent_ns_);
+    if (looks_like_a_step(tail_end - last_bound_, median)) add(last_bound_, tail_end);
+    last_bound_ = tail_end;
+  }
+  // Bounded: the median of the last windows is what a later partial window is judged against.
+  if (recent_ns_.size() > kRecentWindows) {
+    recent_ns_.erase(recent_ns_.begin(), recent_ns_.end() - static_cast<std::ptrdiff_t>(kRecentWindows));
+  }
+  return out;
+}
+
+std::optional<std::vector<StepWindow>> StepInferrer::lock(std::span<const Event> events, const NameTable& names,
+                                                          Interval extent, bool final) {
+  if (locked_) return std::nullopt;
+  std::vector<int64_t> bounds;
+  std::string first_name;
+  std::vector<int64_t> ends = optimizer_ends(events, names, &first_name);
+  if (static_cast<int>(ends.size()) >= params_.min_optimizer_ranges) {
+    inference_.method = kInferredFromOptimizer;
+    inference_.description = "the ends of " + std::to_string(ends.size()) + " optimizer ranges ('" + first_name + "')";
+    bounds = std::move(ends);
+  } else {
+    LaunchSequence seq = build_sequence(events, -1);
+    const size_t n = std::min(seq.recs.size(), params_.max_records);
+    const auto period = find_period(seq, params_);
+    if (!period) return std::nullopt;
+    const size_t ref = choose_phase(seq, period->first, n);
+    phase_name_ = seq.recs[ref].event->name;
+    // Without `final`, a forward cut whose neighbourhood is not all in the data yet waits.
+    const size_t horizon = final ? SIZE_MAX : seq.recs.size();
+    std::vector<size_t> cuts{ref};
+    for (size_t c : chain(seq, ref, period->first, phase_name_, +1, horizon)) cuts.push_back(c);
+    for (size_t c : chain(seq, ref, period->first, phase_name_, -1, horizon)) cuts.push_back(c);
+    bounds = bounds_of(seq, cuts);
+    inference_.method = kInferredFromKernelPeriod;
+    inference_.period_records = static_cast<int>(period->first);
+    inference_.match = period->second;
+    inference_.description = period_description(seq.by_launch, period->first, period->second);
+    by_launch_ = seq.by_launch ? 1 : 0;
+  }
+  if (bounds.size() < 2) return std::nullopt;
+  // The head window (before the first boundary) is judged against the body's median, as the tail is.
+  std::vector<int64_t> body_ns;
+  for (size_t i = 0; i + 1 < bounds.size(); ++i) body_ns.push_back(bounds[i + 1] - bounds[i]);
+  std::vector<StepWindow> windows;
+  if (extent.start < bounds.front() && looks_like_a_step(bounds.front() - extent.start, upper_median(body_ns))) {
+    windows.push_back(StepWindow{extent.start, bounds.front(), ordinal_++, StepSource::kInferred});
+  }
+  for (StepWindow& w : finish_windows(std::move(bounds), host_end(events, extent), final)) windows.push_back(w);
+  if (windows.size() < 2) {
+    *this = StepInferrer(params_);
+    return std::nullopt;
+  }
+  locked_ = true;
+  return windows;
+}
+
+std::vector<StepWindow> StepInferrer::take_ready(std::span<const Event> events, const NameTable& names,
+                                                 Interval extent, int64_t limit_ns, bool final) {
+  if (!locked_) return {};
+  std::vector<int64_t> bounds;
+  if (inference_.method == kInferredFromOptimizer) {
+    for (int64_t end : optimizer_ends(events, names, nullptr)) {
+      if (end > last_bound_ && end <= limit_ns) bounds.push_back(end);
+    }
+  } else {
+    const LaunchSequence seq = build_sequence(events, by_launch_);
+    const auto period = static_cast<size_t>(inference_.period_records);
+    // The anchor: the phase record the last window ended at (the first one after it when that
+    // record is no longer in the data).
+    size_t anchor = seq.recs.size();
+    for (size_t i = 0; i < seq.recs.size(); ++i) {
+      if (seq.recs[i].event->name != phase_name_ || !seq.known[i] || seq.begin[i] < last_bound_) continue;
+      anchor = i;
+      break;
+    }
+    if (anchor < seq.recs.size()) {
+      const size_t horizon = final ? SIZE_MAX : seq.recs.size();
+      for (int64_t b : bounds_of(seq, chain(seq, anchor, period, phase_name_, +1, horizon))) {
+        if (b > last_bound_ && b <= limit_ns) bounds.push_back(b);
+      }
+    }
+  }
+  return finish_windows(std::move(bounds), host_end(events, extent), final);
+}
+
 std::optional<StepInference> infer_steps(std::span<const Event> events, const NameTable& names, Interval extent,
                                          const StepInferenceParams& params) {
-  if (auto inf = from_optimizer_ranges(events, names, extent, params)) return inf;
-  return from_kernel_period(events, extent, params);
+  StepInferrer inferrer(params);
+  auto windows = inferrer.lock(events, names, extent, true);
+  if (!windows) return std::nullopt;
+  StepInference inf;
+  inf.steps = std::move(*windows);
+  inf.method = inferrer.method();
+  inf.description = inferrer.description();
+  inf.period_records = inferrer.period_records();
+  return inf;
 }
 
 }  // namespace stepwatch

@@ -67,6 +67,44 @@ struct StepInference {
   double match = 0.0;             // kernel period: the period's score
 };
 
+// Streaming inference (the step pipeline's): lock on to the loop once, over the data seen so far,
+// then follow it as data arrives. Given all the data at once, lock(final) gives infer_steps'
+// result. After the lock, windows continue from the last boundary with the same rule: the next
+// optimizer range end, or the phase record nearest to one period later (so that once locked, live
+// and offline cut at the same records).
+class StepInferrer {
+ public:
+  explicit StepInferrer(StepInferenceParams params = {}) : params_(params) {}
+
+  // Tries to find the loop in `events` (complete; `final`: no more data will come). On success
+  // returns the windows found — without the trailing partial window unless `final` — and locks.
+  std::optional<std::vector<StepWindow>> lock(std::span<const Event> events, const NameTable& names, Interval extent,
+                                              bool final);
+  bool locked() const { return locked_; }
+
+  // After the lock: the windows starting at the last boundary taken and ending at or before
+  // `limit_ns`, from `events` (complete up to `limit_ns`; they must still hold the records around
+  // the last boundary). `final`: also the trailing partial window when it looks like a step.
+  std::vector<StepWindow> take_ready(std::span<const Event> events, const NameTable& names, Interval extent,
+                                     int64_t limit_ns, bool final);
+
+  std::string_view method() const { return inference_.method; }
+  const std::string& description() const { return inference_.description; }
+  int period_records() const { return inference_.period_records; }
+
+ private:
+  std::vector<StepWindow> finish_windows(std::vector<int64_t> bounds, int64_t tail_end, bool final);
+
+  StepInferenceParams params_;
+  bool locked_ = false;
+  StepInference inference_;       // method, description, period (steps unused after the lock)
+  NameId phase_name_ = kNoName;   // kernel period: the record each step begins with
+  int by_launch_ = -1;            // kernel period: the sequence order chosen at the lock
+  int64_t last_bound_ = INT64_MIN;
+  int64_t ordinal_ = 0;
+  std::vector<int64_t> recent_ns_;  // durations of the last windows (the tail's "looks like a step")
+};
+
 // `extent` is the data's extent (GPU records and CUDA calls), used for the partial windows.
 // Returns nullopt when no hint yields at least two steps.
 std::optional<StepInference> infer_steps(std::span<const Event> events, const NameTable& names, Interval extent,

@@ -7,7 +7,7 @@
 #include <regex>
 
 #include "stepwatch/core/classify.h"
-#include "stepwatch/core/median.h"
+#include "stepwatch/core/stats.h"
 
 namespace stepwatch {
 namespace {

@@ -330,7 +330,7 @@ void LiveSession::analysis_cycle(bool final_pass, bool exact_watermark) {
     const TracerStats st = cupti_tracer().stats();
     o.callback_ns = st.callback_ns;
     o.cupti_overhead_ns = st.cupti_overhead_ns;
-    outputs_->write_exit_summary(losses, o);
+    outputs_->write_exit_summary(o);
   }
   if (metrics_ && metrics_->enabled()) {
     outputs_->metrics().set_losses(losses);

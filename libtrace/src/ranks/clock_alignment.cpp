@@ -1,5 +1,5 @@
 #include "stepwatch/ranks/clock_alignment.h"
-#include "stepwatch/core/median.h"
+#include "stepwatch/core/stats.h"
 
 #include <algorithm>
 #include <cstdlib>

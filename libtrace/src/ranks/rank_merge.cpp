@@ -6,7 +6,7 @@
 #include <map>
 
 #include "stepwatch/core/detector.h"
-#include "stepwatch/core/median.h"
+#include "stepwatch/core/stats.h"
 
 namespace stepwatch {
 namespace {
@@ -19,7 +19,6 @@ constexpr size_t kMinRunLevelSteps = 3;
 // arrive a few % apart from kernel-duration jitter alone.
 constexpr double kLateStepShare = 2.0;
 
-double ms3(int64_t ns) { return std::round(double(ns) / 1e3) / 1e3; }
 
 // What can make a rank late, read from its step breakdown (ARCHITECTURE.md "Timeline analysis").
 struct CausePart {
@@ -116,13 +115,13 @@ void add_evidence(Finding& f, const std::vector<int>& late, int64_t delay_ns, co
                   CollectiveType collective, int64_t spread_ns, int64_t waited_ns, int64_t step_ns,
                   int64_t excess_ns) {
   f.with("straggler_ranks", std::vector<int64_t>(late.begin(), late.end()))
-      .with("delay_ms", ms3(delay_ns))
+      .with("delay_ms", ms3_of(delay_ns))
       .with("cause", cause)
       .with("collective", std::string(to_string(collective)))
-      .with("spread_ms", ms3(spread_ns))
-      .with("waited_ms", ms3(waited_ns))
-      .with("step_ms", ms3(step_ns))
-      .with("cause_excess_ms", ms3(excess_ns));
+      .with("spread_ms", ms3_of(spread_ns))
+      .with("waited_ms", ms3_of(waited_ns))
+      .with("step_ms", ms3_of(step_ns))
+      .with("cause_excess_ms", ms3_of(excess_ns));
 }
 
 Severity severity_of(double pct, const DetectorThresholds& t) {
@@ -202,7 +201,7 @@ Finding run_finding(const std::vector<const MergedStep*>& late_steps, size_t jud
   add_evidence(f, first.late_ranks, delay, cause, collective, median_of(spreads), waited, step, median_of(excess));
   f.with("steps", static_cast<int64_t>(late_steps.size()))
       .with("steps_judged", static_cast<int64_t>(judged))
-      .with("max_delay_ms", ms3(*std::max_element(delays.begin(), delays.end())));
+      .with("max_delay_ms", ms3_of(*std::max_element(delays.begin(), delays.end())));
   return f;
 }
 

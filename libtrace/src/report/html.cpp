@@ -9,6 +9,8 @@
 #include <string>
 #include <tuple>
 
+#include "stepwatch/core/stats.h"
+
 namespace stepwatch {
 namespace {
 
@@ -58,7 +60,6 @@ std::string bytes_text(uint64_t b) {
   return std::to_string(b) + " B";
 }
 
-double ms(int64_t ns) { return double(ns) / 1e6; }
 
 std::string shorten(std::string_view s, size_t max_chars) {
   if (s.size() <= max_chars) return std::string(s);
@@ -83,9 +84,9 @@ constexpr std::array<Part, 8> kParts = {{{"compute", "#3a923a"},
 using Parts = std::array<double, 8>;  // ms
 
 Parts parts_ms(const StepView& v) {
-  return {ms(v.compute_ns),           ms(v.exposed_comm_ns),      ms(v.copy_only_ns),
-          ms(v.idle[IdleCause::kInput]), ms(v.idle[IdleCause::kSync]), ms(v.idle[IdleCause::kLaunch]),
-          ms(v.idle[IdleCause::kHost]),  ms(v.idle[IdleCause::kOther])};
+  return {ms_of(v.compute_ns),           ms_of(v.exposed_comm_ns),      ms_of(v.copy_only_ns),
+          ms_of(v.idle[IdleCause::kInput]), ms_of(v.idle[IdleCause::kSync]), ms_of(v.idle[IdleCause::kLaunch]),
+          ms_of(v.idle[IdleCause::kHost]),  ms_of(v.idle[IdleCause::kOther])};
 }
 
 double sum(const Parts& p) {
@@ -112,12 +113,12 @@ std::vector<Bucket> bucket_steps(const std::vector<StepView>& steps, size_t max_
     b.first_step = steps[i].step;
     b.last_step = steps[end - 1].step;
     b.count = end - i;
-    b.min_ms = ms(steps[i].duration_ns());
+    b.min_ms = ms_of(steps[i].duration_ns());
     b.max_ms = b.min_ms;
     for (size_t j = i; j < end; ++j) {
       const Parts p = parts_ms(steps[j]);
       for (size_t k = 0; k < p.size(); ++k) b.mean[k] += p[k] / double(b.count);
-      const double d = ms(steps[j].duration_ns());
+      const double d = ms_of(steps[j].duration_ns());
       b.mean_ms += d / double(b.count);
       b.min_ms = std::min(b.min_ms, d);
       b.max_ms = std::max(b.max_ms, d);
@@ -369,7 +370,7 @@ void top_kernels_section(std::ostream& o, const RankResult& r, const HtmlReportO
   for (size_t i = 0; i < std::min(rows.size(), opt.max_table_rows); ++i) {
     const auto& [name, a] = rows[i];
     o << "<tr><td class=\"name\" title=\"" << esc(name) << "\">" << esc(shorten(name, 140)) << "</td><td>" << a.count
-      << "</td><td>" << ms_text(ms(a.total_ns)) << "</td><td>"
+      << "</td><td>" << ms_text(ms_of(a.total_ns)) << "</td><td>"
       << num(a.count > 0 ? double(a.total_ns) / 1e3 / a.count : 0.0, 1) << "</td><td>"
       << (compute_ns > 0 ? pct_text(100.0 * double(a.total_ns) / double(compute_ns)) : "–") << "</td><td>"
       << a.overlapped << "</td></tr>\n";
@@ -420,9 +421,9 @@ void blocking_section(std::ostream& o, const RankResult& r, const HtmlReportOpti
       if (a.host_memory != MemoryKind::kUnknown) copy += ", " + std::string(to_string(a.host_memory));
     }
     o << "<tr><td class=\"name\">" << esc(name) << "</td><td>" << esc(to_string(a.api_class)) << "</td><td>"
-      << a.count << "</td><td>" << ms_text(ms(a.host_ns)) << "</td><td>"
+      << a.count << "</td><td>" << ms_text(ms_of(a.host_ns)) << "</td><td>"
       << num(a.count > 0 ? double(a.host_ns) / 1e3 / a.count : 0.0, 1) << "</td><td"
-      << (a.gpu_idle_ns > 0 ? " class=\"hot\"" : "") << ">" << ms_text(ms(a.gpu_idle_ns)) << "</td><td>" << esc(copy)
+      << (a.gpu_idle_ns > 0 ? " class=\"hot\"" : "") << ">" << ms_text(ms_of(a.gpu_idle_ns)) << "</td><td>" << esc(copy)
       << "</td><td>" << (a.bytes ? bytes_text(a.bytes) : "") << "</td></tr>\n";
   }
   o << "</table>\n";
@@ -454,8 +455,8 @@ void copies_section(std::ostream& o, const RankResult& r) {
     const auto& [kind, src, dst] = key;
     o << "<tr><td>" << esc(to_string(kind)) << "</td><td>" << esc(to_string(src)) << " → " << esc(to_string(dst))
       << "</td><td>" << a.count << "</td><td>" << a.async << "</td><td>" << bytes_text(a.bytes) << "</td><td>"
-      << ms_text(ms(a.gpu_ns)) << "</td><td>" << (a.gpu_ns > 0 ? num(double(a.bytes) / double(a.gpu_ns), 2) : "–")
-      << "</td><td>" << ms_text(ms(a.exposed_ns)) << "</td></tr>\n";
+      << ms_text(ms_of(a.gpu_ns)) << "</td><td>" << (a.gpu_ns > 0 ? num(double(a.bytes) / double(a.gpu_ns), 2) : "–")
+      << "</td><td>" << ms_text(ms_of(a.exposed_ns)) << "</td></tr>\n";
   }
   o << "</table>\n";
 }

@@ -7,13 +7,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "stepwatch/core/stats.h"
+
 namespace stepwatch {
 namespace {
 
 using json = nlohmann::ordered_json;
 
-double round3(double v) { return std::round(v * 1000.0) / 1000.0; }
-double ns_to_ms3(int64_t ns) { return round3(double(ns) / 1e6); }
 json number_or_null(double v) { return std::isfinite(v) ? json(round3(v)) : json(nullptr); }
 
 // Rounds parts (ns) to whole µs so that they add up exactly to the rounded total: the JSONL
@@ -71,13 +71,13 @@ std::string jsonl_step(const StepView& v) {
   j["dur_ms"] = ms((v.duration_ns() + 500) / 1000);
   j["gpu_busy_pct"] = round3(100.0 * v.duty_cycle());
   j["compute_ms"] = ms(us[0]);
-  j["comm_ms"] = ns_to_ms3(v.comm_ns);
+  j["comm_ms"] = ms3_of(v.comm_ns);
   j["exposed_comm_ms"] = ms(us[1]);
-  j["copy_ms"] = ns_to_ms3(v.copy_ns);
+  j["copy_ms"] = ms3_of(v.copy_ns);
   j["copy_only_ms"] = ms(us[2]);
   j["idle_ms"] = {{"input", ms(us[3])}, {"sync", ms(us[4])}, {"launch", ms(us[5])},
                   {"host", ms(us[6])},  {"other", ms(us[7])}};
-  j["blocked_idle_ms"] = ns_to_ms3(v.blocked_idle_ns);
+  j["blocked_idle_ms"] = ms3_of(v.blocked_idle_ns);
   j["kernels"] = v.kernels;
   j["syncs"] = v.syncs;
   return j.dump();
@@ -99,7 +99,7 @@ std::string jsonl_finding(const Finding& f) {
   return j.dump();
 }
 
-std::string jsonl_summary(const RunSummary& s) {
+json summary_json(const RunSummary& s) {
   json j;
   j["type"] = "summary";
   j["rank"] = s.rank;
@@ -113,8 +113,24 @@ std::string jsonl_summary(const RunSummary& s) {
   json findings = json::object();
   for (const auto& [id, total] : s.findings) findings[id] = {{"steps", total.steps}, {"cost_ms", round3(total.cost_ms)}};
   j["findings"] = std::move(findings);
-  return j.dump();
+  j["judged_steps"] = s.judged_steps;
+  j["warmup_steps"] = s.warmup_steps;
+  j["untraced_steps"] = s.untraced_steps;
+  j["incomplete_steps"] = s.incomplete_steps;
+  json idle = json::object();
+  for (IdleCause c : kIdleCauses) idle[std::string(to_string(c))] = round3(s.idle_ms[static_cast<size_t>(c)]);
+  j["per_step_ms"] = {{"compute", round3(s.compute_ms)},
+                      {"exposed_comm", round3(s.exposed_comm_ms)},
+                      {"copy_only", round3(s.copy_only_ms)},
+                      {"idle", std::move(idle)}};
+  json records = json::object(), buffers = json::object();
+  for (const auto& [reason, n] : s.data_loss.records) records[reason] = n;
+  for (const auto& [reason, n] : s.data_loss.buffers) buffers[reason] = n;
+  j["data_loss"] = {{"records", std::move(records)}, {"buffers", std::move(buffers)}};
+  return j;
 }
+
+std::string jsonl_summary(const RunSummary& s) { return summary_json(s).dump(); }
 
 void write_jsonl(const RankResult& r, std::ostream& out) {
   for (const StepView& v : r.steps) out << jsonl_step(v) << '\n';

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <string>
 
+#include "stepwatch/core/stats.h"
+
 namespace stepwatch {
 namespace {
 
@@ -13,15 +15,14 @@ std::string fmt(const char* f, double v) {
   return buf;
 }
 
-double ms(int64_t ns) { return double(ns) / 1e6; }
 
 void write_row(const StepView& v, std::ostream& out) {
   char buf[256];
   std::snprintf(buf, sizeof buf, "%8lld %9.1f %5.1f %9.1f %9.1f %9.1f | %8.1f %8.1f %8.1f %8.1f %8.1f | %7d %5d\n",
-                static_cast<long long>(v.step), ms(v.duration_ns()), 100.0 * v.duty_cycle(), ms(v.compute_ns),
-                ms(v.exposed_comm_ns), ms(v.copy_only_ns), ms(v.idle[IdleCause::kInput]),
-                ms(v.idle[IdleCause::kSync]), ms(v.idle[IdleCause::kLaunch]), ms(v.idle[IdleCause::kHost]),
-                ms(v.idle[IdleCause::kOther]), v.kernels, v.syncs);
+                static_cast<long long>(v.step), ms_of(v.duration_ns()), 100.0 * v.duty_cycle(), ms_of(v.compute_ns),
+                ms_of(v.exposed_comm_ns), ms_of(v.copy_only_ns), ms_of(v.idle[IdleCause::kInput]),
+                ms_of(v.idle[IdleCause::kSync]), ms_of(v.idle[IdleCause::kLaunch]), ms_of(v.idle[IdleCause::kHost]),
+                ms_of(v.idle[IdleCause::kOther]), v.kernels, v.syncs);
   out << buf;
 }
 

@@ -1,9 +1,11 @@
-// Why trace records were lost, live: every kind is counted and reported (the `data_loss` finding,
-// the exit summary), never silent. Offline importers count what they leave out by reason
-// (Trace::skipped) for the same finding.
+// Why trace records were lost: every loss is counted and reported (the `data_loss` finding, the
+// run summary, the exit summary), never silent. Live, the front ends count by LossKind; offline,
+// the importers count what they leave out by reason (Trace::skipped). Both become a LossSnapshot.
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <span>
 #include <string>
 #include <string_view>
@@ -22,6 +24,7 @@ enum class LossKind : uint8_t {
   kUnpairedRange,        // an NVTX pop/end without its push/start
   kRetentionCap,         // events evicted unjudged because the retained window hit the memory cap
   kBuffersAbandoned,     // activity buffers still inside CUPTI at shutdown (final flush hung/skipped)
+  kLateRecord,           // a record that arrived after the step it belongs to was judged
   kCount_,
 };
 std::string_view to_string(LossKind kind);
@@ -31,14 +34,22 @@ inline bool counts_buffers(LossKind kind) {
   return kind == LossKind::kBufferPoolExhausted || kind == LossKind::kBuffersAbandoned;
 }
 
-// Loss counts (indexed by LossKind) split into records and buffers, each with its list of kinds
-// ("cupti_dropped 12, queue_full 3"): what the data_loss finding and the exit summary say.
-struct LossSummary {
-  uint64_t records = 0;
-  uint64_t buffers = 0;
-  std::string record_kinds;
-  std::string buffer_kinds;
+// Records (and activity buffers) lost so far, by reason ("cupti_dropped", "negative_duration", ...).
+// Buffers are counted apart: the number of records a lost buffer held is unknown.
+struct LossSnapshot {
+  std::map<std::string, uint64_t, std::less<>> records;
+  std::map<std::string, uint64_t, std::less<>> buffers;
+
+  uint64_t total_records() const;
+  uint64_t total_buffers() const;
+  bool empty() const { return records.empty() && buffers.empty(); }
+  // "cupti_dropped 12, queue_full 3" (empty when none).
+  std::string records_text() const;
+  std::string buffers_text() const;
+  void add_records(std::string_view reason, uint64_t n);
+  bool operator==(const LossSnapshot&) const = default;
 };
-LossSummary summarize_losses(std::span<const uint64_t> counts);
+// The live counters (indexed by LossKind) as a snapshot; zero counts are left out.
+LossSnapshot snapshot_of(std::span<const uint64_t> counts);
 
 }  // namespace stepwatch

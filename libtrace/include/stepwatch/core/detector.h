@@ -3,12 +3,14 @@
 // thread owns all detectors, so they need no locking.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "stepwatch/core/config.h"
+#include "stepwatch/core/data_loss.h"
 #include "stepwatch/core/finding.h"
 #include "stepwatch/core/step_view.h"
 
@@ -20,13 +22,28 @@ class FindingSink {
   virtual void emit(Finding finding) = 0;
 };
 
+// Keeps what it is given, in order (the pipeline collects a step's findings with it; tests too).
+class FindingCollector final : public FindingSink {
+ public:
+  void emit(Finding finding) override { findings.push_back(std::move(finding)); }
+  std::vector<Finding> findings;
+};
+
+// What a detector sees of the run as a whole when the data ends.
+struct RunView {
+  int rank = 0;
+  uint64_t steps = 0;     // analyzed steps (judged or not)
+  int64_t last_step = 0;  // the number of the last analyzed step: run findings carry it
+  std::shared_ptr<const LossSnapshot> losses;  // everything lost, final (never null)
+};
+
 class Detector {
  public:
   virtual ~Detector() = default;
   virtual std::string_view id() const = 0;
   virtual void on_step(const StepView& step, FindingSink& sink) = 0;
   // End of data: trend / whole-run findings.
-  virtual void on_finish(FindingSink& /*sink*/) {}
+  virtual void on_finish(const RunView& /*run*/, FindingSink& /*sink*/) {}
 };
 
 // The common per-step rule: faulty when cost >= min_pct of the step and >= min_ms;

@@ -7,9 +7,11 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "stepwatch/core/data_loss.h"
 #include "stepwatch/core/event.h"
 #include "stepwatch/core/step_window.h"
 
@@ -162,6 +164,9 @@ struct StepView {
   AllocationStat allocations;
   AllToAllStat all_to_all;
   GpuClockStat gpu_clocks;
+  // Everything lost before this step was judged (records the tracer dropped, records the importer
+  // left out): the data_loss detector reports changes. Shared between steps (null: nothing known).
+  std::shared_ptr<const LossSnapshot> losses;
 
   static constexpr size_t kTopKernels = 16;
   static constexpr size_t kMaxCopies = 32;

@@ -8,7 +8,6 @@
 #pragma once
 
 #include <cstdint>
-#include <regex>
 #include <span>
 #include <string>
 #include <string_view>
@@ -49,15 +48,16 @@ struct Segmentation {
 // Parses the trailing number of a step name ("ProfilerStep#12" -> 12, "step_7" -> 7); -1 if none.
 int64_t step_number_from_name(std::string_view name);
 
+// The batch segmentation of a complete trace: what the step pipeline finds when it is given all
+// the data at once (it runs the pipeline's own step sources and inference: one implementation).
 class StepAssembler {
  public:
-  explicit StepAssembler(const AnalysisConfig& config);
-  // Offline segmentation of a complete, time-sorted event sequence.
+  explicit StepAssembler(const AnalysisConfig& config) : config_(config) {}
   Segmentation segment(std::span<const Event> events, const NameTable& names) const;
   bool matches_step_pattern(std::string_view name) const;
 
  private:
-  std::regex step_regex_;
+  AnalysisConfig config_;
 };
 
 }  // namespace stepwatch

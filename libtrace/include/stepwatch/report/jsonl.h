@@ -6,6 +6,8 @@
 #include <ostream>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "stepwatch/core/analysis.h"
 #include "stepwatch/core/finding.h"
 #include "stepwatch/core/step_view.h"
@@ -18,6 +20,8 @@ std::string jsonl_meta();
 std::string jsonl_step(const StepView& step);
 std::string jsonl_finding(const Finding& finding);
 std::string jsonl_summary(const RunSummary& summary);
+// The summary as a JSON object (the live summary.json adds its live-only tables to it).
+nlohmann::ordered_json summary_json(const RunSummary& summary);
 
 // Steps, then findings, then the summary of one rank (one object per line).
 void write_jsonl(const RankResult& result, std::ostream& out);

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "live/outputs/live_reporter.h"
+#include "stepwatch/core/reporter.h"
 #include "stepwatch/core/finding.h"
 #include "stepwatch/core/step_view.h"
 
@@ -46,7 +46,7 @@ struct MetricsSnapshot {
   std::map<std::string, DetectorCounters> detectors;
   std::map<std::string, uint64_t> dropped_records;  // loss kind -> records
   std::map<std::string, uint64_t> dropped_buffers;  // buffer-count kinds (counts_buffers) -> buffers
-  std::optional<double> individual_step_score;      // live/individual_score.h
+  std::optional<double> individual_step_score;      // stepwatch/detectors/individual_score.h
   std::optional<double> individual_collective_score;
 };
 

@@ -15,8 +15,9 @@ RunOutputs::RunOutputs(const LiveConfig& config, std::string run_dir, LogReporte
       run_dir_(std::move(run_dir)),
       log_(log),
       names_(names),
-      metrics_(config.rank, STEPWATCH_VERSION),
-      individual_(config.sustain_min, config.sustain_window) {}
+      metrics_(config.rank, STEPWATCH_VERSION) {
+  summary_.rank = config.rank;
+}
 
 RunOutputs::~RunOutputs() {
   if (steps_) std::fclose(steps_);
@@ -59,22 +60,22 @@ void RunOutputs::append(std::FILE*& file, const char* name, const std::string& l
 }
 
 void RunOutputs::on_step(const StepView& step, StepStatus status, std::span<const Finding> findings) {
-  stats_.add_step(step, status, findings);
+  stats_.add_step(step, status);
   // Without GPU data a step's breakdown would read as 100% idle: only traced steps are written.
   if (has_breakdown(status)) append(steps_, "steps.jsonl", jsonl_step(step));
   for (const Finding& f : findings) append(findings_, "findings.jsonl", jsonl_finding(f));
   log_.on_step(step, status == StepStatus::kJudged, findings);
   metrics_.add_step(step, status, findings);
   if (status != StepStatus::kWarmup) {
-    for (const IndividualScore::LogLine& line : individual_.on_step(step, status == StepStatus::kJudged)) {
-      log_.step_line(step.step, line.degraded, line.text);
-    }
-    metrics_.set_individual_scores(individual_.step_time_score(), individual_.collective_wait_score());
+    individual_.observe(step, has_breakdown(status));
+    auto score = [](const std::optional<IndividualScoreTracker::Score>& s) {
+      return s ? std::optional<double>(s->score) : std::nullopt;
+    };
+    metrics_.set_individual_scores(score(individual_.step_time()), score(individual_.collective_wait()));
   }
 }
 
 void RunOutputs::on_run_finding(const Finding& finding) {
-  stats_.add_run_finding(finding);
   metrics_.add_run_finding(finding);
   append(findings_, "findings.jsonl", jsonl_finding(finding));
   log_.on_run_finding(finding);
@@ -119,8 +120,8 @@ void RunOutputs::on_first_fire(const Finding& finding, std::span<const StepCaptu
             " (open in ui.perfetto.dev or `stepwatch analyze`)");
 }
 
-void RunOutputs::write_exit_summary(std::span<const uint64_t> losses, const SelfOverhead& overhead) {
-  const std::string text = stats_.text(names_, config_.rank, losses, overhead);
+void RunOutputs::write_exit_summary(const SelfOverhead& overhead) {
+  const std::string text = stats_.text(names_, summary_, overhead);
   // The log gets the summary line by line (one logger call each, so prefixes stay intact).
   size_t pos = 0;
   while (pos < text.size()) {
@@ -135,7 +136,7 @@ void RunOutputs::write_exit_summary(std::span<const uint64_t> losses, const Self
     std::fwrite(text.data(), 1, text.size(), f);
     std::fclose(f);
   }
-  const std::string json = stats_.json(names_, config_.rank, losses, overhead);
+  const std::string json = stats_.json(names_, summary_, overhead);
   if (std::FILE* f = std::fopen((run_dir_ + "/summary.json").c_str(), "w")) {
     std::fwrite(json.data(), 1, json.size(), f);
     std::fputc('\n', f);

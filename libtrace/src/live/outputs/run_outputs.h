@@ -7,16 +7,16 @@
 #include <memory>
 #include <string>
 
-#include "live/outputs/individual_score.h"
 #include "live/live_config.h"
-#include "live/outputs/live_reporter.h"
 #include "live/outputs/log_reporter.h"
 #include "live/outputs/run_metrics.h"
 #include "live/outputs/run_stats.h"
+#include "stepwatch/core/reporter.h"
+#include "stepwatch/detectors/individual_score.h"
 
 namespace stepwatch::live {
 
-class RunOutputs final : public LiveReporter {
+class RunOutputs final : public Reporter {
  public:
   // `run_dir` is <output_dir>/rank<R>-pid<P>; created on first use. File problems give one log
   // line and turn file outputs off, never an error for the host.
@@ -28,8 +28,10 @@ class RunOutputs final : public LiveReporter {
   void on_first_fire(const Finding& finding, std::span<const StepCapture* const> recent,
                      const NameTable& names) override;
   void on_events(std::span<const Event> events) override;
+  void on_summary(const RunSummary& summary) override { summary_ = summary; }
 
-  void write_exit_summary(std::span<const uint64_t> losses, const SelfOverhead& overhead);
+  // After the pipeline's finish (which hands over the run summary).
+  void write_exit_summary(const SelfOverhead& overhead);
   void flush();
   const std::string& run_dir() const { return run_dir_; }
   int dumps_written() const { return dumps_written_; }
@@ -46,7 +48,8 @@ class RunOutputs final : public LiveReporter {
   const NameTable& names_;
   RunStats stats_;
   RunMetrics metrics_;
-  IndividualScore individual_;
+  IndividualScoreTracker individual_;  // the metrics' gauge (the detector reports degradations)
+  RunSummary summary_;
   std::FILE* steps_ = nullptr;
   std::FILE* findings_ = nullptr;
   bool dir_ok_ = false, dir_failed_ = false;

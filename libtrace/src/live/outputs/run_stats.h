@@ -1,20 +1,22 @@
-// Whole-run statistics for the exit summary: the nsys-style tables (kern_sum, api_sum,
-// mem_time_sum, blocking calls), the step-time table and the goodput tax per detector.
-// Bounded: one entry per distinct name, step durations kept up to a cap (then every other one).
+// The live-only tables of the exit summary: the nsys-style kern_sum, api_sum, mem_time_sum and
+// blocking calls, and stepwatch's own overhead. The step-time table, the breakdown, the findings'
+// goodput tax and the data loss come from the run summary (stepwatch/core/run_summary.h), the one
+// schema `stepwatch analyze --json` writes too. Bounded: one entry per distinct name.
 #pragma once
 
 #include <cstdint>
+#include <algorithm>
 #include <map>
 #include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
-#include "core/event_sink.h"
-#include "live/outputs/live_reporter.h"
 #include "stepwatch/core/event.h"
 #include "stepwatch/core/finding.h"
 #include "stepwatch/core/name_table.h"
+#include "stepwatch/core/run_summary.h"
+#include "stepwatch/core/step_status.h"
 #include "stepwatch/core/step_view.h"
 
 namespace stepwatch::live {
@@ -29,14 +31,12 @@ struct SelfOverhead {
 class RunStats {
  public:
   void add_events(std::span<const Event> events);
-  void add_step(const StepView& step, StepStatus status, std::span<const Finding> findings);
-  void add_run_finding(const Finding& finding);
+  void add_step(const StepView& step, StepStatus status);
 
-  // Text (the log and summary.txt) and JSON (summary.json) forms.
-  std::string text(const NameTable& names, int rank, std::span<const uint64_t> losses,
-                   const SelfOverhead& overhead) const;
-  std::string json(const NameTable& names, int rank, std::span<const uint64_t> losses,
-                   const SelfOverhead& overhead) const;
+  // Text (the log and summary.txt) and JSON (summary.json: the run summary's schema plus these
+  // tables) forms.
+  std::string text(const NameTable& names, const RunSummary& summary, const SelfOverhead& overhead) const;
+  std::string json(const NameTable& names, const RunSummary& summary, const SelfOverhead& overhead) const;
 
  private:
   struct Timing {
@@ -62,12 +62,6 @@ class RunStats {
   std::unordered_map<NameId, Timing> api_;
   std::map<std::string, Timing> copies_;  // "HtoD", "DtoH", "DtoD", "memset", ...
   std::map<std::string, Blocking> blocking_;
-  std::vector<double> step_ms_;
-  size_t step_stride_ = 1, step_seen_ = 0;
-  uint64_t steps_ = 0, judged_ = 0, untraced_ = 0, incomplete_ = 0;
-  int64_t wall_ns_ = 0, busy_ns_ = 0, compute_ns_ = 0, exposed_ns_ = 0, copy_only_ns_ = 0;
-  IdleBreakdown idle_;
-  std::map<std::string, std::pair<uint64_t, double>> findings_;  // detector -> (steps, cost ms)
 };
 
 }  // namespace stepwatch::live

@@ -1,0 +1,66 @@
+// The run summary: one builder and one schema for `stepwatch analyze --json`'s `summary` record,
+// the text and HTML reports, and the live exit summary (summary.json / summary.txt add live-only
+// tables on top: kern_sum, api_sum, self overhead).
+#pragma once
+
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <span>
+#include <string>
+
+#include "stepwatch/core/data_loss.h"
+#include "stepwatch/core/finding.h"
+#include "stepwatch/core/stats.h"
+#include "stepwatch/core/step_status.h"
+#include "stepwatch/core/step_view.h"
+
+namespace stepwatch {
+
+struct StepTimeStats {
+  double mean_ms = 0, median_ms = 0, p90_ms = 0, cv = 0;
+};
+
+struct DetectorTotal {
+  int steps = 0;  // findings (steps affected; run findings count once)
+  double cost_ms = 0;
+};
+
+struct RunSummary {
+  int rank = 0;
+  int steps = 0;  // analyzed: judged + warm-up + untraced + incomplete
+  int judged_steps = 0, warmup_steps = 0, untraced_steps = 0, incomplete_steps = 0;
+  // Over the steps whose GPU breakdown is known (judged and warm-up).
+  StepTimeStats step_ms;
+  double gpu_busy_pct = 0;
+  // Mean per step with a breakdown, ms: compute + exposed comm + copy-only + Σ idle = mean step.
+  double compute_ms = 0, exposed_comm_ms = 0, copy_only_ms = 0;
+  std::array<double, 5> idle_ms{};  // by IdleCause
+  double comm_comp_overlap_pct = std::nan("");  // HTA definition (offline); NaN when unknown / no comm
+  std::map<std::string, DetectorTotal> findings;  // detector id -> totals
+  LossSnapshot data_loss;                          // everything lost, by reason
+};
+
+// Bounded: step durations are sampled (BoundedSample) past 65,536 steps.
+class RunSummaryBuilder {
+ public:
+  explicit RunSummaryBuilder(int rank) : rank_(rank) {}
+  void add_step(const StepView& step, StepStatus status, std::span<const Finding> findings);
+  void add_run_finding(const Finding& finding);
+  void set_losses(const LossSnapshot& losses) { losses_ = losses; }
+  void set_comm_comp_overlap_pct(double pct) { overlap_pct_ = pct; }
+  RunSummary build() const;
+
+ private:
+  int rank_;
+  int steps_ = 0, judged_ = 0, warmup_ = 0, untraced_ = 0, incomplete_ = 0, with_breakdown_ = 0;
+  BoundedSample step_ms_;
+  int64_t wall_ns_ = 0, busy_ns_ = 0, compute_ns_ = 0, exposed_ns_ = 0, copy_only_ns_ = 0;
+  IdleBreakdown idle_;
+  double overlap_pct_ = std::nan("");
+  std::map<std::string, DetectorTotal> findings_;
+  LossSnapshot losses_;
+};
+
+}  // namespace stepwatch
