@@ -12,6 +12,7 @@ namespace stepwatch {
 class DataLossDetector final : public Detector {
  public:
   static constexpr std::string_view kId = "data_loss";
+  static constexpr bool kNoCost = true;  // says what the data lacks: nothing to threshold
   static constexpr std::string_view kDescription =
       "Trace records lost before the analysis (dropped, unusable or late): findings near them may miss activity";
   explicit DataLossDetector(const AnalysisConfig& /*config*/) {}

@@ -15,6 +15,7 @@ namespace stepwatch {
 class NoStepMarksDetector final : public Detector {
  public:
   static constexpr std::string_view kId = "no_step_marks";
+  static constexpr bool kNoCost = true;  // says how steps were found: nothing to threshold
   static constexpr std::string_view kDescription =
       "No step marks or step ranges: steps inferred from the loop, or the data analyzed as one pseudo-step";
   explicit NoStepMarksDetector(const AnalysisConfig& config);

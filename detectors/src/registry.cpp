@@ -21,6 +21,7 @@
 #include "throttle.h"
 #include "overlap_slowdown.h"
 #include "straggler.h"
+#include "stepwatch/ranks/rank_merge.h"
 
 namespace stepwatch {
 namespace {
@@ -32,7 +33,11 @@ std::unique_ptr<Detector> make(const AnalysisConfig& config) {
 
 template <typename T>
 constexpr DetectorInfo info() {
-  return DetectorInfo{T::kId, T::kDescription, &make<T>};
+  if constexpr (requires { T::kNoCost; }) {
+    return DetectorInfo{T::kId, T::kDescription, &make<T>, false};
+  } else {
+    return DetectorInfo{T::kId, T::kDescription, &make<T>, true};
+  }
 }
 
 // Registry order is report order.
@@ -58,9 +63,18 @@ constexpr std::array kDetectors = {
     info<DataLossDetector>(),
 };
 
+constexpr std::array<DetectorInfo, kDetectors.size() + 1> all_kinds() {
+  std::array<DetectorInfo, kDetectors.size() + 1> out{};
+  for (size_t i = 0; i < kDetectors.size(); ++i) out[i] = kDetectors[i];
+  out[kDetectors.size()] = DetectorInfo{kLateRankId, kLateRankDescription, nullptr, true};
+  return out;
+}
+constexpr auto kFindingKinds = all_kinds();
+
 }  // namespace
 
 std::span<const DetectorInfo> registered_detectors() { return kDetectors; }
+std::span<const DetectorInfo> finding_kinds() { return kFindingKinds; }
 
 std::vector<std::unique_ptr<Detector>> make_detectors(const AnalysisConfig& config) {
   std::vector<std::unique_ptr<Detector>> out;

@@ -8,6 +8,7 @@
 
 #include "stepwatch/core/analysis.h"
 #include "stepwatch/detectors/registry.h"
+#include "stepwatch/detectors/thresholds.h"
 #include "stepwatch/import/kineto_importer.h"
 #include "stepwatch/import/nsys_importer.h"
 #include "stepwatch/report/html.h"
@@ -97,6 +98,9 @@ void add_analyze_options(CLI::App& cmd, AnalyzeOptions& o) {
   cmd.add_option("--sync-slack-us", o.sync_slack_us, "Rule-2 slack: a blocking call returning this close to the gap "
                  "start still caused it")->default_str("50")->check(CLI::NonNegativeNumber);
   cmd.add_option("--disable", o.disable, "Detector ids to turn off (see `stepwatch detectors`)");
+  cmd.add_option("--threshold", o.thresholds,
+                 "ID:PCT:MS[:CRITICAL_PCT] — one detector's own rule: faulty at >= PCT % of the step and >= MS ms, "
+                 "critical from CRITICAL_PCT % (repeatable; docs/detectors.md)");
   cmd.add_flag("-q,--quiet", o.quiet, "No human-readable report");
   cmd.add_option("--max-rows", o.max_rows, "Rows of the per-step table before it is elided")->default_val(50);
 }
@@ -113,8 +117,14 @@ int run_analyze(const AnalyzeOptions& o) {
   if (o.min_pct >= 0) config.default_thresholds.min_pct = o.min_pct;
   if (o.min_ms >= 0) config.default_thresholds.min_ms = o.min_ms;
   if (o.sync_slack_us >= 0) config.sync_slack_ns = static_cast<int64_t>(o.sync_slack_us * 1000.0);
+  for (const std::string& spec : o.thresholds) {
+    if (const std::string why = apply_threshold(spec, config); !why.empty()) {
+      std::cerr << "stepwatch: error: --threshold " << why << '\n';
+      return 2;
+    }
+  }
   for (const std::string& id : o.disable) {
-    const auto known = registered_detectors();
+    const auto known = finding_kinds();
     if (std::none_of(known.begin(), known.end(), [&](const DetectorInfo& d) { return d.id == id; })) {
       std::cerr << "stepwatch: error: --disable " << id << ": unknown detector (see `stepwatch detectors`)\n";
       return 2;

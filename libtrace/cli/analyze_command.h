@@ -17,6 +17,7 @@ struct AnalyzeOptions {
   double min_ms = -1;
   double sync_slack_us = -1;
   std::vector<std::string> disable;
+  std::vector<std::string> thresholds;  // ID:PCT:MS[:CRITICAL_PCT]
   bool quiet = false;
   size_t max_rows = 50;
 };

@@ -36,7 +36,8 @@ int main(int argc, char** argv) {
   }
 
   if (*detectors) {
-    for (const auto& d : stepwatch::registered_detectors()) {
+    // Every finding kind a user can see (the per-rank detectors and the multi-rank late_rank).
+    for (const auto& d : stepwatch::finding_kinds()) {
       std::printf("%-20.*s %.*s\n", static_cast<int>(d.id.size()), d.id.data(), static_cast<int>(d.description.size()),
                   d.description.data());
     }

@@ -90,10 +90,10 @@ def main():
         tail -= 1
     for r in recs[tail:]:
         ev = r["evidence"]
-        if r["detector"] != "straggler" or not isinstance(ev.get("straggler_ranks"), list) or \
+        if r["detector"] != "late_rank" or not isinstance(ev.get("straggler_ranks"), list) or \
                 not all(isinstance(x, int) for x in ev["straggler_ranks"]) or r["rank"] not in ev["straggler_ranks"] \
                 or not isinstance(ev.get("delay_ms"), (int, float)) or not isinstance(ev.get("cause"), str):
-            fail(f"finding after the last summary is not a merged straggler finding: {r}")
+            fail(f"finding after the last summary is not a merged late_rank finding: {r}")
     if recs[tail - 1].get("type") != "summary":
         fail("last record is not a summary")
     if "--expect-steps" in sys.argv:

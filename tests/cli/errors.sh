@@ -33,10 +33,12 @@ expect_error empty-dir "emptydir" "$cli" analyze "$tmp/emptydir"
 expect_error bad-pattern "step-pattern" "$cli" analyze --step-pattern '([' "$tmp/garbage.json"
 expect_error unknown-detector "no_such_detector" "$cli" analyze --disable no_such_detector "$tmp/garbage.json"
 expect_error bad-threshold "min-pct" "$cli" analyze --min-pct 500 "$tmp/garbage.json"
+expect_error bad-detector-threshold "hidden_sync:x:1" "$cli" analyze --threshold hidden_sync:x:1 "$tmp/garbage.json"
+expect_error costless-threshold "no cost" "$cli" analyze --threshold data_loss:5:1 "$tmp/garbage.json"
 expect_error no-input "inputs" "$cli" analyze
 
 "$cli" detectors >"$tmp/det" || { echo "FAIL: detectors"; exit 1; }
-for id in input_starvation hidden_sync exposed_collective no_step_marks; do
+for id in input_starvation hidden_sync exposed_collective no_step_marks data_loss individual_score late_rank; do
   grep -q "^$id " "$tmp/det" || { echo "FAIL: detectors lacks $id"; exit 1; }
 done
 echo "ok: detectors"

@@ -30,9 +30,9 @@ PY
 "$SW" analyze --json "$TMP/compute.jsonl" "$TMP/compute/rank0.json" "$TMP/compute/rank1.json" \
   "$TMP/compute/rank2.json" "$TMP/compute/rank3.json" > "$TMP/compute.txt"
 python3 "$HERE/check_jsonl.py" "$TMP/compute.jsonl" --expect-steps 32
-[ "$(verdict "$TMP/compute.jsonl")" = "straggler [2] compute 8" ] || { echo "compute verdict: $(verdict "$TMP/compute.jsonl")"; exit 1; }
+[ "$(verdict "$TMP/compute.jsonl")" = "late_rank [2] compute 8" ] || { echo "compute verdict: $(verdict "$TMP/compute.jsonl")"; exit 1; }
 grep -q "== merged ranks 0,1,2,3" "$TMP/compute.txt" || { echo "no merged section"; cat "$TMP/compute.txt"; exit 1; }
-grep -q "\[rank 2\]\[step 1\] straggler: rank 2 is the straggler on 8 of 8 steps" "$TMP/compute.txt" \
+grep -q "\[rank 2\]\[step 1\] late_rank: rank 2 is the straggler on 8 of 8 steps" "$TMP/compute.txt" \
   || { echo "no straggler line"; exit 1; }
 
 # The same job without offsets: the same verdict. A directory stands for its files.
@@ -44,7 +44,7 @@ grep -q "\[rank 2\]\[step 1\] straggler: rank 2 is the straggler on 8 of 8 steps
 "$SYNTH" --ranks 4 --straggler input --straggler-rank 1 --clock-offsets-ms -50,37,0,50 -o "$TMP/input"
 "$SW" analyze --json - "$TMP/input" > "$TMP/input.jsonl" 2> "$TMP/input.txt"
 python3 "$HERE/check_jsonl.py" "$TMP/input.jsonl"
-[ "$(verdict "$TMP/input.jsonl")" = "straggler [1] input 8" ] || { echo "input verdict: $(verdict "$TMP/input.jsonl")"; exit 1; }
+[ "$(verdict "$TMP/input.jsonl")" = "late_rank [1] input 8" ] || { echo "input verdict: $(verdict "$TMP/input.jsonl")"; exit 1; }
 
 # Balanced ranks: the merged stage runs and stays silent.
 "$SYNTH" --ranks 4 --clock-offsets-ms 0,-50,50,37 -o "$TMP/balanced"

@@ -330,6 +330,28 @@ TEST(LiveStorm, SixtyFourThreadsLaunchingAtOnceLoseOnlyWhatIsReported) {
   EXPECT_NE(r.log.find("exit summary: 6 steps analyzed"), std::string::npos) << r.log;
 }
 
+// A job that marks no steps: the live pipeline infers them from the loop (as the offline analyzer
+// does) and judges them — a healthy GPU-bound loop, so nothing above info — and no_step_marks
+// says how they were found.
+TEST(LiveUnmarked, StepsAreInferredAndJudged) {
+  const RunResult r = run_driver("gpu_bound", 16, "unmarked");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.log;
+  ASSERT_FALSE(r.run_dir.empty()) << r.log;
+  const auto summary = nlohmann::json::parse(slurp(r.run_dir / "summary.json"));
+  EXPECT_GE(summary["judged_steps"].get<int>(), 8) << summary.dump();
+  EXPECT_GE(r.steps.size(), 10u);
+  bool inferred = false;
+  for (const auto& f : r.findings) {
+    if (f.value("type", "") != "finding") continue;
+    EXPECT_EQ(f.value("severity", ""), "info") << f.dump();
+    if (f.value("detector", "") == "no_step_marks") {
+      inferred = f["evidence"].value("inferred_from", "") == "kernel_period";
+      EXPECT_NE(f.value("message", "").find("inferred"), std::string::npos) << f.dump();
+    }
+  }
+  EXPECT_TRUE(inferred) << slurp(r.run_dir / "findings.jsonl") << r.log;
+}
+
 TEST(LiveErrors, BadConfigValuesGiveOneLineAndDefaults) {
   const RunResult r = run_driver("gpu_bound", 4, "normal", "STEPWATCH_FLUSH_MS=fast STEPWATCH_WARMUP_STEPS=-3");
   ASSERT_EQ(r.exit_code, 0) << r.log;

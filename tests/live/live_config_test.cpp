@@ -44,6 +44,7 @@ TEST(LiveConfig, ReadsEveryVariable) {
                              {"STEPWATCH_MIN_PCT", "7.5"},
                              {"STEPWATCH_MIN_MS", "2"},
                              {"STEPWATCH_DISABLE", "hidden_sync, exposed_collective"},
+                             {"STEPWATCH_THRESHOLDS", "input_starvation:10:3, late_rank:20:2:50"},
                              {"STEPWATCH_CUPTI_PATH", "/opt/cupti.so"},
                              {"RANK", "3"}},
                             problems);
@@ -69,6 +70,10 @@ TEST(LiveConfig, ReadsEveryVariable) {
   EXPECT_FALSE(c.analysis.is_enabled("hidden_sync"));
   EXPECT_FALSE(c.analysis.is_enabled("exposed_collective"));
   EXPECT_TRUE(c.analysis.is_enabled("input_starvation"));
+  EXPECT_DOUBLE_EQ(c.analysis.thresholds_for("input_starvation").min_pct, 10);
+  EXPECT_DOUBLE_EQ(c.analysis.thresholds_for("input_starvation").min_ms, 3);
+  EXPECT_DOUBLE_EQ(c.analysis.thresholds_for("late_rank").critical_pct, 50);
+  EXPECT_DOUBLE_EQ(c.analysis.thresholds_for("hidden_sync").min_pct, 7.5);  // the common rule
   EXPECT_EQ(c.cupti_path, "/opt/cupti.so");
   EXPECT_EQ(c.rank, 3);
 }
@@ -82,11 +87,13 @@ TEST(LiveConfig, BadValuesGiveOneLineEachAndTheDefault) {
                              {"STEPWATCH_STEP_PATTERN", "(["},
                              {"STEPWATCH_MIN_PCT", "150"},
                              {"STEPWATCH_DISABLE", "no_such_detector"},
+                             {"STEPWATCH_THRESHOLDS", "hidden_sync:10:2,data_loss:5:1"},
                              {"STEPWATCH_ENABLE", "maybe"},
                              {"RANK", "x"},
                              {"LOCAL_RANK", "2"}},
                             problems);
-  EXPECT_EQ(problems.size(), 9u);
+  EXPECT_EQ(problems.size(), 10u);  // one line each; data_loss refuses thresholds
+  EXPECT_DOUBLE_EQ(c.analysis.thresholds_for("hidden_sync").min_pct, 10);  // the good entry stands
   for (const std::string& p : problems) EXPECT_NE(p.find('='), std::string::npos) << "names its variable: " << p;
   EXPECT_EQ(c.flush_period_ms, 200);
   EXPECT_EQ(c.warmup_steps, 2);

@@ -159,9 +159,9 @@ TEST(MultiRankScenario, EveryNcclNamingWorks) {
   }
 }
 
-TEST(MultiRankScenario, DisabledStragglerDetectorSilencesTheMerge) {
+TEST(MultiRankScenario, DisabledLateRankSilencesTheMerge) {
   AnalysisConfig config;
-  config.enabled["straggler"] = false;
+  config.enabled["late_rank"] = false;
   const MergedRun r = analyze_ranks(job(StragglerKind::kCompute, 2), config);
   EXPECT_FALSE(r.merged.steps.empty());
   EXPECT_TRUE(r.merged.findings.empty());

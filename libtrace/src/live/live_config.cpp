@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "stepwatch/detectors/registry.h"
+#include "stepwatch/detectors/thresholds.h"
 
 namespace stepwatch::live {
 namespace {
@@ -23,6 +24,8 @@ const std::vector<EnvVarDoc> kDocs = {
     {"STEPWATCH_MIN_PCT", "5", "a step is faulty when a cost is at least this % of it ..."},
     {"STEPWATCH_MIN_MS", "1", "... and at least this many ms"},
     {"STEPWATCH_DISABLE", "", "comma-separated detector ids to turn off"},
+    {"STEPWATCH_THRESHOLDS", "", "one detector's own rule, comma-separated ID:PCT:MS[:CRITICAL_PCT] (e.g. "
+                                 "hidden_sync:10:2); the others keep STEPWATCH_MIN_PCT / STEPWATCH_MIN_MS"},
     {"STEPWATCH_SUSTAIN", "3/5", "the log reports a pattern once it fired on N of the last M judged steps"},
     {"STEPWATCH_PERSIST_EVERY", "50", "while a pattern persists, one 'persists' line every N judged steps"},
     {"STEPWATCH_RING_STEPS", "8", "steps kept for flight-recorder dumps"},
@@ -194,6 +197,24 @@ LiveConfig read_live_config(const std::function<const char*(const char*)>& geten
         for (const DetectorInfo& d : registered_detectors()) known |= d.id == id;
         if (known) c.analysis.enabled[id] = false;
         else problems.push_back("STEPWATCH_DISABLE=" + list + ": unknown detector '" + id + "' ignored (see `stepwatch detectors`)");
+      }
+      pos = comma + 1;
+    }
+  }
+  // Per-detector thresholds, after the common ones (an entry starts from them).
+  if (const char* v = r.raw("STEPWATCH_THRESHOLDS")) {
+    std::string_view list(v);
+    for (size_t pos = 0; pos <= list.size();) {
+      size_t comma = list.find(',', pos);
+      if (comma == std::string_view::npos) comma = list.size();
+      std::string_view spec = list.substr(pos, comma - pos);
+      while (!spec.empty() && spec.front() == ' ') spec.remove_prefix(1);
+      while (!spec.empty() && spec.back() == ' ') spec.remove_suffix(1);
+      if (!spec.empty()) {
+        if (const std::string why = apply_threshold(spec, c.analysis); !why.empty()) {
+          problems.push_back("STEPWATCH_THRESHOLDS=" + std::string(list) + ": " + why +
+                             "; that detector keeps the common thresholds");
+        }
       }
       pos = comma + 1;
     }

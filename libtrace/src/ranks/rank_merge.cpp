@@ -11,11 +11,11 @@
 namespace stepwatch {
 namespace {
 
-constexpr std::string_view kDetectorId = "straggler";
+constexpr std::string_view kDetectorId = kLateRankId;
 // A late rank's cause must account for at least this share of its delay; else "unexplained".
 constexpr double kMinExplainedShare = 0.5;
 constexpr size_t kMinRunLevelSteps = 3;
-// Late means >= twice the common min_pct of the step (10% by default): ranks of a balanced job
+// By default late means >= twice the common min_pct of the step (10%): ranks of a balanced job
 // arrive a few % apart from kernel-duration jitter alone.
 constexpr double kLateStepShare = 2.0;
 
@@ -207,6 +207,14 @@ Finding run_finding(const std::vector<const MergedStep*>& late_steps, size_t jud
 
 }  // namespace
 
+DetectorThresholds late_rank_thresholds(const AnalysisConfig& config) {
+  const auto it = config.per_detector.find(std::string(kLateRankId));
+  if (it != config.per_detector.end()) return it->second;
+  DetectorThresholds t = config.default_thresholds;
+  t.min_pct *= kLateStepShare;
+  return t;
+}
+
 MergedAnalysis merge_ranks(const std::vector<RankCollectives>& collectives,
                            const std::vector<const RankResult*>& results, const AnalysisConfig& config) {
   MergedAnalysis out;
@@ -240,7 +248,7 @@ MergedAnalysis merge_ranks(const std::vector<RankCollectives>& collectives,
     }
   }
 
-  const DetectorThresholds& t = config.thresholds_for(std::string(kDetectorId));
+  const DetectorThresholds t = late_rank_thresholds(config);
   const RankResult& ref_result = *results[ref];
   // Per reference step, its dominant complete group: the one with the most time inside it.
   struct Dominant {
@@ -298,7 +306,7 @@ MergedAnalysis merge_ranks(const std::vector<RankCollectives>& collectives,
     }
     s.spread_ns = latest - earliest;
     s.step_ns = median_of(step_ns);
-    const double threshold_ns = std::max(t.min_ms * 1e6, kLateStepShare * t.min_pct / 100.0 * double(s.step_ns));
+    const double threshold_ns = std::max(t.min_ms * 1e6, t.min_pct / 100.0 * double(s.step_ns));
     for (RankArrival& a : s.arrivals) {
       std::vector<int64_t> others;
       for (const RankArrival& b : s.arrivals) {

@@ -7,8 +7,10 @@
 // have "happened". It exits normally (atexit: the exit summary) unless told otherwise.
 //
 //   stepwatch_e2e_driver INJECT_SO FAKE_CUPTI_SO SCENARIO STEPS
-//                        [normal|_exit|fork|fatal|conflict|pool|sigterm|sigterm_exit|storm]
+//                        [normal|_exit|fork|fatal|conflict|pool|sigterm|sigterm_exit|storm|unmarked]
 //
+// unmarked: the same loop without stepwatch_step_begin/end (a job that marks no steps: the live
+// pipeline must infer them).
 // sigterm / sigterm_exit: half-way, CUPTI's flush hangs (the fake blocks cuptiActivityFlushAll,
 // with a buffer of records still inside "CUPTI") and SIGTERM arrives while stepwatch_flush waits
 // in it — what torchrun/slurm do to a job. `sigterm` keeps the default disposition (the process
@@ -353,12 +355,15 @@ int main(int argc, char** argv) {
   std::sort(d.pending.begin(), d.pending.end(), [](const Event* a, const Event* b) { return a->end_ns < b->end_ns; });
 
   int steps_done = 0;
+  const bool marked = mode != "unmarked";
   for (const Action& a : actions) {
     sleep_until_ns(a.t + d.shift_ns);
     switch (a.what) {
-      case 0: step_begin(a.step); break;
+      case 0:
+        if (marked) step_begin(a.step);
+        break;
       case 1:
-        step_end();
+        if (marked) step_end();
         d.deliver_until(now_ns());
         ++steps_done;
         if (mode == "fatal" && steps_done == steps / 2) fake->fire_fatal_error(999, "simulated fatal error");

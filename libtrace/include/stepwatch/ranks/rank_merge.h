@@ -4,9 +4,10 @@
 // With the clocks aligned (clock_alignment.h), each step's dominant collective — the matched
 // collective with the most time spent in it over all ranks (the one where waiting shows) — gives
 // each rank's arrival (its kernel's start: when that rank's GPU reached the collective). A rank
-// whose arrival is later than the median of the other ranks' by >= 2 × min_pct of the step time
-// and >= min_ms (the straggler detector's thresholds: 10% and 1 ms by default, as ranks of a
-// balanced job arrive a few % apart; HTA normalizes the late start by the iteration time too) is late; the others wait inside the collective (their kernel runs longer
+// whose arrival is later than the median of the other ranks' by >= min_pct of the step time and
+// >= min_ms (the `late_rank` thresholds: by default twice the common min_pct — 10% — and the common
+// min_ms, as ranks of a balanced job arrive a few % apart; HTA normalizes the late start by the
+// iteration time too) is late; the others wait inside the collective (their kernel runs longer
 // than the shortest instance). The cause is what differs on the late rank: its step breakdown
 // (compute, input, host, sync, copy-only) against the median of the others in the same step.
 // A set of ranks late on at least half of the steps (and >= 3) gives one run-level finding;
@@ -24,6 +25,15 @@
 #include "stepwatch/ranks/collective_match.h"
 
 namespace stepwatch {
+
+// The merged finding's id: the rank the others wait for. (The per-rank `straggler` detector is
+// one rank's view: its collectives took longer than they need.)
+inline constexpr std::string_view kLateRankId = "late_rank";
+inline constexpr std::string_view kLateRankDescription =
+    "Multi-rank: the rank the others wait for at the collectives, by how much, and why (stepwatch analyze over "
+    "several ranks)";
+// late_rank's thresholds: an explicit `late_rank` entry, else twice the common min_pct.
+DetectorThresholds late_rank_thresholds(const AnalysisConfig& config);
 
 struct RankArrival {
   int rank = 0;
@@ -55,7 +65,7 @@ struct MergedAnalysis {
 };
 
 // `collectives[i]` and `results[i]` describe the same input rank. Findings honour
-// config.is_enabled("straggler") and its thresholds.
+// config.is_enabled("late_rank") and late_rank_thresholds(config).
 MergedAnalysis merge_ranks(const std::vector<RankCollectives>& collectives,
                            const std::vector<const RankResult*>& results, const AnalysisConfig& config);
 
