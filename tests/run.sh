@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, and runs every test: the full suite once, then the unit,
-# scenario, live and CLI tests again under ASan+UBSan, the libFuzzer targets over their committed
+# scenario, live and CLI tests again under ASan+UBSan, everything but the injected library built
+# without the CUDA toolkit (its unit, scenario and live/offline parity tests run there), the
+# libFuzzer targets over their committed
 # corpus and past crashes (a deterministic replay: no random fuzzing decides whether this passes;
 # exploration is tests/fuzz/explore.sh), and the concurrency tests under ThreadSanitizer.
 # Usage: tests/run.sh [--no-sanitizers]
@@ -35,6 +37,8 @@ if [ "$sanitizers" = 1 ]; then
   echo "== tests under ASan+UBSan =="
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir build-asan --output-on-failure -j"$jobs" -E 'corpus|cli_html|gpu_validate'
+  echo "== build without the CUDA toolkit (the libFuzzer build: clang, ASan+UBSan) =="
+  tests/cudaless.sh
   echo "== fuzz (libFuzzer: replay of the committed corpus and regression inputs) =="
   tests/fuzz/run_fuzzers.sh
   echo "== ThreadSanitizer (queues, analysis thread, NVTX, CUPTI adapter, injected library) =="

@@ -13,7 +13,8 @@ STEP_KEYS = ["type", "rank", "step", "start_us", "dur_ms", "gpu_busy_pct", "comp
 IDLE_KEYS = ["input", "sync", "launch", "host", "other"]
 FINDING_KEYS = ["type", "rank", "step", "detector", "severity", "cost_ms", "cost_pct", "message", "evidence"]
 SUMMARY_KEYS = ["type", "rank", "steps", "step_ms", "gpu_busy_pct", "comm_comp_overlap_pct", "findings",
-                "judged_steps", "warmup_steps", "untraced_steps", "incomplete_steps", "per_step_ms", "data_loss"]
+                "judged_steps", "warmup_steps", "untraced_steps", "incomplete_steps", "skipped_steps", "per_step_ms",
+                "data_loss"]
 
 
 def fail(msg):

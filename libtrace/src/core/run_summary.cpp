@@ -47,6 +47,7 @@ RunSummary RunSummaryBuilder::build() const {
   s.warmup_steps = warmup_;
   s.untraced_steps = untraced_;
   s.incomplete_steps = incomplete_;
+  s.skipped_steps = skipped_;
   const SampleStats st = sample_stats(step_ms_.values());
   s.step_ms = StepTimeStats{st.mean, st.median, st.p90, st.cv};
   s.gpu_busy_pct = wall_ns_ > 0 ? 100.0 * double(busy_ns_) / double(wall_ns_) : 0;

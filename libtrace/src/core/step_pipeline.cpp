@@ -90,9 +90,9 @@ void StepPipeline::advance(int64_t watermark_ns) {
   judge(watermark_ns - options_.margin_ns, false);
 }
 
-void StepPipeline::finish() {
+void StepPipeline::finish(std::chrono::steady_clock::time_point deadline) {
   if (finished_) return;
-  judge(std::numeric_limits<int64_t>::max(), true);
+  judge(std::numeric_limits<int64_t>::max(), true, deadline);
   finished_ = true;
   RunView run;
   run.rank = options_.rank;
@@ -160,14 +160,19 @@ std::vector<StepWindow> StepPipeline::inferred_windows(int64_t limit_ns, bool fi
 
 StepStatus StepPipeline::status_of(const StepWindow& w) const {
   if (!gpu_traced_ || overlaps(untraced_, w)) return StepStatus::kUntraced;
-  if (overlaps(incomplete_, w)) return StepStatus::kIncomplete;
+  if (overlaps(incomplete_, w) || overlaps(evicted_, w)) return StepStatus::kIncomplete;
   if (steps_analyzed_ < static_cast<uint64_t>(std::max(options_.analysis.warmup_steps, 0))) return StepStatus::kWarmup;
   return StepStatus::kJudged;
 }
 
-void StepPipeline::judge(int64_t limit_ns, bool final) {
-  const std::vector<StepWindow> windows = take_windows(limit_ns, final);
+void StepPipeline::judge(int64_t limit_ns, bool final, std::chrono::steady_clock::time_point deadline) {
+  std::vector<StepWindow> windows = take_windows(limit_ns, final);
   if (windows.empty()) return;
+  if (std::chrono::steady_clock::now() >= deadline) {
+    // Out of time before anything could be indexed: every window is skipped, counted.
+    summary_.add_skipped(windows.size());
+    return;
+  }
 
   // The timeline needs everything up to the first GPU record after the last window (it ends that
   // window's last gap); later events only cost time. Live, a partition puts that slice first (the
@@ -187,7 +192,13 @@ void StepPipeline::judge(int64_t limit_ns, bool final) {
   // NCCL kernels learn their operation's size from NCCL's ranges before the analysis.
   attach_nccl_ranges(slice);
   const Timeline timeline(slice, names_, options_.analysis);
-  for (const StepWindow& w : windows) judge_window(w, timeline, slice);
+  for (size_t i = 0; i < windows.size(); ++i) {
+    if (std::chrono::steady_clock::now() >= deadline) {
+      summary_.add_skipped(windows.size() - i);
+      break;
+    }
+    judge_window(windows[i], timeline, slice);
+  }
   if (final && options_.hta_overlap) {
     summary_.set_comm_comp_overlap_pct(hta_comm_comp_overlap_pct(timeline, segmentation_));
   }
@@ -249,6 +260,13 @@ void StepPipeline::enforce_retention_cap() {
     return;
   }
   evicted_records_ += drop;
+  // Steps not judged yet that lose events here are judged incomplete, not from what is left.
+  int64_t evicted_end = retained_.front().end_ns;
+  for (size_t i = 0; i < drop; ++i) evicted_end = std::max(evicted_end, retained_[i].end_ns);
+  if (evicted_end > analyzed_until_ns_) {
+    evicted_.emplace_back(std::max(retained_.front().start_ns, analyzed_until_ns_), evicted_end);
+    if (evicted_.size() > 64) evicted_.erase(evicted_.begin());  // bounded: the oldest are long judged
+  }
   retained_.erase(retained_.begin(), retained_.begin() + static_cast<std::ptrdiff_t>(drop));
 }
 

@@ -354,17 +354,14 @@ GpuClockStat gpu_clocks_in(const Timeline& tl, int64_t s, int64_t e, const std::
 
 }  // namespace
 
-StepView analyze_step(const StepWindow& window, const Timeline& tl, int rank) {
-  StepView v;
-  v.rank = rank;
-  v.step = window.number;
-  v.start_ns = window.start_ns;
-  v.end_ns = window.end_ns;
-  v.source = window.source;
-  const int64_t s = window.start_ns;
-  const int64_t e = window.end_ns;
-  if (e <= s) return v;
+namespace {
 
+// The unions clipped to the window: the breakdown's |C|, |N|, |N \ C|, |M|, |M \ (C ∪ N)|, the
+// duty cycle, blocked idle and the host-side evidence measured in the window.
+struct WindowSets {
+  IntervalSet compute, busy;
+};
+WindowSets measure_unions(StepView& v, const Timeline& tl, int64_t s, int64_t e) {
   const IntervalSet c = tl.compute().clip(s, e);
   const IntervalSet n = tl.comm().clip(s, e);
   const IntervalSet m = tl.copy().clip(s, e);
@@ -380,8 +377,12 @@ StepView analyze_step(const StepWindow& window, const Timeline& tl, int rank) {
   v.blocked_idle_ns = blocked.total_length() - blocked.intersect(busy).total_length();
   v.data_wait_ns = tl.data_wait().measure_within(s, e);
   v.gc_ns = tl.gc().measure_within(s, e);
+  return {c, busy};
+}
 
-  // Every idle gap of the whole timeline that overlaps the window.
+// Every idle gap of the whole timeline that overlaps the window, attributed as a whole, its part
+// inside the window counted.
+void attribute_gaps(StepView& v, const Timeline& tl, int64_t s, int64_t e) {
   const GapContext ctx{tl, tl.config().sync_slack_ns};
   const auto parts = tl.busy().intervals();
   size_t i = tl.busy().first_ending_after(s);
@@ -400,35 +401,42 @@ StepView analyze_step(const StepWindow& window, const Timeline& tl, int rank) {
     if (!resumed || parts[i].start >= e) break;
     ++i;
   }
+}
 
-  // Kernels and collectives overlapping the window. GPU records are bounded in length, so the
-  // scan starts at most one maximal record length before the window.
-  const auto gpu = tl.gpu_by_start();
-  const auto events = tl.events();
-  auto first = std::lower_bound(gpu.begin(), gpu.end(), s - tl.max_gpu_duration_ns(),
-                                [&](uint32_t idx, int64_t t) { return events[idx].start_ns < t; });
+// What the GPU records overlapping the window collect, before they are summarized.
+struct GpuScan {
   std::map<CollectiveType, std::vector<Interval>> by_type;
   std::map<CollectiveType, uint64_t> bytes_by_type;
   std::vector<int64_t> kernel_ns;
   std::unordered_map<NameId, KernelStat> by_kernel;
   std::vector<Interval> all_to_all;  // all-to-all kernels starting in the window
   std::vector<int16_t> devices;      // devices with GPU records in the window
+};
+
+// Kernels and copies overlapping the window. GPU records are bounded in length, so the scan
+// starts at most one maximal record length before the window.
+GpuScan scan_gpu_records(StepView& v, const Timeline& tl, int64_t s, int64_t e) {
+  GpuScan g;
+  const auto gpu = tl.gpu_by_start();
+  const auto events = tl.events();
+  auto first = std::lower_bound(gpu.begin(), gpu.end(), s - tl.max_gpu_duration_ns(),
+                                [&](uint32_t idx, int64_t t) { return events[idx].start_ns < t; });
   for (auto it = first; it != gpu.end() && events[*it].start_ns < e; ++it) {
     const Event& r = events[*it];
     if (r.end_ns <= s) continue;
-    if (std::find(devices.begin(), devices.end(), r.device) == devices.end()) devices.push_back(r.device);
+    if (std::find(g.devices.begin(), g.devices.end(), r.device) == g.devices.end()) g.devices.push_back(r.device);
     if (r.kind == EventKind::kMemcpy && r.start_ns >= s) {
       v.copies.push_back(CopyRecord{r.copy_kind(), r.src_memory, r.dst_memory, r.bytes, r.start_ns, r.duration_ns(),
                                     r.has_flag(event_flags::kAsync)});
     }
     if (r.kind != EventKind::kKernel) continue;
-    if (r.is_comm_kernel()) by_type[r.collective].push_back({std::max(r.start_ns, s), std::min(r.end_ns, e)});
-    if (r.is_comm_kernel() && r.start_ns >= s) bytes_by_type[r.collective] += r.bytes;
+    if (r.is_comm_kernel()) g.by_type[r.collective].push_back({std::max(r.start_ns, s), std::min(r.end_ns, e)});
+    if (r.is_comm_kernel() && r.start_ns >= s) g.bytes_by_type[r.collective] += r.bytes;
     if (r.start_ns < s) continue;
-    if (r.is_comm_kernel() && tl.is_all_to_all(r)) all_to_all.push_back({r.start_ns, std::min(r.end_ns, e)});
+    if (r.is_comm_kernel() && tl.is_all_to_all(r)) g.all_to_all.push_back({r.start_ns, std::min(r.end_ns, e)});
     ++v.kernels;
-    kernel_ns.push_back(r.duration_ns());
-    KernelStat& k = by_kernel[r.name];
+    g.kernel_ns.push_back(r.duration_ns());
+    KernelStat& k = g.by_kernel[r.name];
     ++k.count;
     k.total_ns = sat_add(k.total_ns, r.duration_ns());
     if (r.is_compute_kernel() && tl.comm().measure_within(r.start_ns, r.end_ns) > 0) {
@@ -436,12 +444,18 @@ StepView analyze_step(const StepWindow& window, const Timeline& tl, int rank) {
       k.overlapped_total_ns = sat_add(k.overlapped_total_ns, r.duration_ns());
     }
   }
-  if (!kernel_ns.empty()) {
-    auto mid = kernel_ns.begin() + static_cast<std::ptrdiff_t>(kernel_ns.size() / 2);
-    std::nth_element(kernel_ns.begin(), mid, kernel_ns.end());
+  return g;
+}
+
+// The scan's kernels (median, heaviest names), copies (largest, exposed part), collectives (by
+// type, most exposed first), all-to-all layers and the GPU clock samples of the window.
+void summarize_gpu_records(StepView& v, GpuScan& g, const Timeline& tl, const IntervalSet& c, int64_t s, int64_t e) {
+  if (!g.kernel_ns.empty()) {
+    auto mid = g.kernel_ns.begin() + static_cast<std::ptrdiff_t>(g.kernel_ns.size() / 2);
+    std::nth_element(g.kernel_ns.begin(), mid, g.kernel_ns.end());
     v.median_kernel_ns = *mid;
   }
-  for (auto& [name, k] : by_kernel) {
+  for (auto& [name, k] : g.by_kernel) {
     k.name = std::string(tl.names().view(name));
     v.top_kernels.push_back(std::move(k));
   }
@@ -455,22 +469,25 @@ StepView analyze_step(const StepWindow& window, const Timeline& tl, int rank) {
     const IntervalSet kernels = tl.compute().clip(cp.start_ns, end).unite(tl.comm().clip(cp.start_ns, end));
     cp.exposed_ns = cp.duration_ns - kernels.total_length();
   }
-  for (auto& [type, list] : by_type) {
+  for (auto& [type, list] : g.by_type) {
     const IntervalSet set = IntervalSet::from_unsorted(std::move(list));
     CollectiveStat stat;
     stat.type = type;
     stat.kernels = static_cast<int>(set.size());
     stat.busy_ns = set.total_length();
     stat.exposed_ns = stat.busy_ns - set.intersect(c).total_length();
-    stat.bytes = bytes_by_type[type];
+    stat.bytes = g.bytes_by_type[type];
     v.collectives.push_back(stat);
   }
   std::sort(v.collectives.begin(), v.collectives.end(),
             [](const CollectiveStat& x, const CollectiveStat& y) { return x.exposed_ns > y.exposed_ns; });
-  v.all_to_all = all_to_all_layers(std::move(all_to_all), c);
-  if (!tl.gpu_samples().empty()) v.gpu_clocks = gpu_clocks_in(tl, s, e, devices);
+  v.all_to_all = all_to_all_layers(std::move(g.all_to_all), c);
+  if (!tl.gpu_samples().empty()) v.gpu_clocks = gpu_clocks_in(tl, s, e, g.devices);
+}
 
-  // Launch calls starting in the window.
+// Launch calls and allocation calls starting in the window, and the tracer's allocation records.
+void scan_api_calls(StepView& v, const Timeline& tl, int64_t s, int64_t e) {
+  const auto events = tl.events();
   const auto api = tl.api_by_start();
   auto api_first = std::lower_bound(api.begin(), api.end(), s,
                                     [&](uint32_t idx, int64_t t) { return events[idx].start_ns < t; });
@@ -490,7 +507,6 @@ StepView analyze_step(const StepWindow& window, const Timeline& tl, int rank) {
       }
     }
   }
-
   const auto allocs = tl.allocations_by_start();
   auto alloc_first = std::lower_bound(allocs.begin(), allocs.end(), s,
                                       [&](uint32_t idx, int64_t t) { return events[idx].start_ns < t; });
@@ -498,8 +514,11 @@ StepView analyze_step(const StepWindow& window, const Timeline& tl, int rank) {
     ++v.allocations.driver_events;
     if (events[*it].detail == 1) v.allocations.bytes += events[*it].bytes;
   }
+}
 
-  // Blocking calls overlapping the window, grouped by name.
+// Blocking calls overlapping the window, grouped by name, most GPU idle first.
+void group_blocking_calls(StepView& v, const Timeline& tl, const WindowSets& w, int64_t s, int64_t e) {
+  const auto events = tl.events();
   std::map<std::string, BlockingCallStat> by_name;
   for (uint32_t idx : tl.blocking_overlapping(s, e)) {
     const Event& call = events[idx];
@@ -513,11 +532,13 @@ StepView analyze_step(const StepWindow& window, const Timeline& tl, int rank) {
     stat.api_class = call.kind == EventKind::kApiCall ? call.api_class() : ApiClass::kStreamSync;
     ++stat.count;
     stat.host_ns += std::max<int64_t>(0, hi - lo);
-    stat.gpu_idle_ns += std::max<int64_t>(0, hi - lo) - busy.measure_within(lo, hi);
-    stat.no_compute_ns += std::max<int64_t>(0, hi - lo) - c.measure_within(lo, hi);
+    stat.gpu_idle_ns += std::max<int64_t>(0, hi - lo) - w.busy.measure_within(lo, hi);
+    stat.no_compute_ns += std::max<int64_t>(0, hi - lo) - w.compute.measure_within(lo, hi);
     const Event* cp = tl.copy_of(call);
     const int64_t transfer_from = cp ? std::max(lo, cp->start_ns) : lo;
-    if (hi > transfer_from) stat.transfer_no_compute_ns += (hi - transfer_from) - c.measure_within(transfer_from, hi);
+    if (hi > transfer_from) {
+      stat.transfer_no_compute_ns += (hi - transfer_from) - w.compute.measure_within(transfer_from, hi);
+    }
     if (cp) {
       stat.bytes += cp->bytes;
       stat.copy_gpu_ns += cp->duration_ns();
@@ -528,6 +549,26 @@ StepView analyze_step(const StepWindow& window, const Timeline& tl, int rank) {
   for (auto& [name, stat] : by_name) v.blocking.push_back(std::move(stat));
   std::sort(v.blocking.begin(), v.blocking.end(),
             [](const BlockingCallStat& x, const BlockingCallStat& y) { return x.gpu_idle_ns > y.gpu_idle_ns; });
+}
+
+}  // namespace
+
+StepView analyze_step(const StepWindow& window, const Timeline& tl, int rank) {
+  StepView v;
+  v.rank = rank;
+  v.step = window.number;
+  v.start_ns = window.start_ns;
+  v.end_ns = window.end_ns;
+  v.source = window.source;
+  const int64_t s = window.start_ns;
+  const int64_t e = window.end_ns;
+  if (e <= s) return v;
+  const WindowSets sets = measure_unions(v, tl, s, e);
+  attribute_gaps(v, tl, s, e);
+  GpuScan gpu = scan_gpu_records(v, tl, s, e);
+  summarize_gpu_records(v, gpu, tl, sets.compute, s, e);
+  scan_api_calls(v, tl, s, e);
+  group_blocking_calls(v, tl, sets, s, e);
   return v;
 }
 

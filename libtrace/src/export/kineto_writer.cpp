@@ -30,6 +30,7 @@
 
 #include "stepwatch/core/classify.h"
 #include "stepwatch/core/gpu_samples.h"
+#include "stepwatch/core/step_sources.h"
 #include "stepwatch/core/step_window.h"
 
 namespace stepwatch {
@@ -326,22 +327,8 @@ std::string step_mark_name(const Event& mark, std::string_view recorded) {
   return name;
 }
 
-}  // namespace
-
-void write_kineto_json(const Trace& trace, std::ostream& out) {
-  int64_t max_ns = 0;
-  bool any = false;
-  std::set<int> devices;
-  std::set<std::pair<int, uint32_t>> streams;
-  for (const Event& e : trace.events) {
-    max_ns = any ? std::max(max_ns, std::max(e.end_ns, e.start_ns)) : std::max(e.end_ns, e.start_ns);
-    any = true;
-    if (e.is_gpu_record() || (e.kind == EventKind::kRange && e.has_flag(event_flags::kOnDevice))) {
-      devices.insert(std::max<int>(e.device, 0));
-      streams.insert({std::max<int>(e.device, 0), e.stream});
-    }
-  }
-
+// The head of the document: schema, rank, the devices seen, up to the traceEvents array.
+void write_head(const Trace& trace, const std::set<int>& devices, std::ostream& out) {
   std::string head = "{\n\"schemaVersion\":1,\n";
   if (trace.rank >= 0) {
     head += "\"distributedInfo\":{\"rank\":";
@@ -361,97 +348,114 @@ void write_kineto_json(const Trace& trace, std::ostream& out) {
   }
   head += "],\n\"displayTimeUnit\":\"ms\",\n\"baseTimeNanoseconds\":0,\n\"traceEvents\":[\n";
   out.write(head.data(), static_cast<std::streamsize>(head.size()));
+}
+
+// The device-side fields every GPU record carries.
+void gpu_args(EventWriter& w, const Event& e, int64_t device) {
+  w.arg_int("device", device);
+  w.arg_int("context", 1);
+  w.arg_uint("stream", e.stream);
+  w.arg_uint("correlation", e.correlation);
+}
+
+// One event as Kineto writes its kind (step marks are written apart, as spans).
+void write_event(EventWriter& w, const Trace& trace, const Event& e, int64_t pid) {
+  const std::string_view recorded = trace.names.view(e.name);
+  const int64_t dur = e.end_ns - e.start_ns;
+  const int64_t device = std::max<int>(e.device, 0);
+  switch (e.kind) {
+    case EventKind::kKernel:
+      w.begin("kernel", recorded, device, e.stream, e.start_ns, dur);
+      gpu_args(w, e, device);
+      w.end();
+      break;
+    case EventKind::kMemcpy:
+    case EventKind::kMemset:
+      if (e.kind == EventKind::kMemcpy) {
+        w.begin("gpu_memcpy", copy_name(e, recorded), device, e.stream, e.start_ns, dur);
+      } else {
+        w.begin("gpu_memset", memset_name(e, recorded), device, e.stream, e.start_ns, dur);
+      }
+      gpu_args(w, e, device);
+      w.arg_uint("bytes", e.bytes);
+      // bytes/ns is GB/s.
+      if (dur > 0) w.arg_double("memory bandwidth (GB/s)", double(e.bytes) / double(dur));
+      w.end();
+      break;
+    case EventKind::kApiCall:
+      w.begin(api_category(recorded), recorded, pid, e.thread, e.start_ns, dur);
+      w.arg_uint("correlation", e.correlation);
+      w.end();
+      break;
+    case EventKind::kSync: {
+      const std::string_view kind = sync_name(e.sync_kind());
+      w.begin("cuda_sync", kind, device, e.stream, e.start_ns, dur);
+      w.arg_string("cuda_sync_kind", kind);
+      w.arg_uint("stream", e.stream);
+      w.arg_uint("correlation", e.correlation);
+      w.arg_int("device", device);
+      w.arg_int("context", 1);
+      w.end();
+      break;
+    }
+    case EventKind::kRange:
+      if (e.has_flag(event_flags::kOnDevice)) {
+        w.begin("gpu_user_annotation", recorded, device, e.stream, e.start_ns, dur);
+      } else if (e.step >= 0) {
+        // A numbered step range (the C API's explicit steps are named "step"): keep the number
+        // in the name so that the step reads back with it.
+        w.begin("user_annotation", step_mark_name(e, recorded), pid, e.thread, e.start_ns, dur);
+      } else {
+        w.begin("user_annotation", recorded, pid, e.thread, e.start_ns, dur);
+        if (gpu_metric_of(recorded)) {
+          // An NVML sample (gpu_samples.h): its reading travels in args, read back by the importer.
+          w.arg_uint("value", e.bytes);
+          w.arg_int("device", e.device);
+        }
+      }
+      w.end();
+      break;
+    case EventKind::kStepMark:
+      break;  // written apart, as spans
+    case EventKind::kAllocation:
+      break;  // Kineto has no record for driver-level allocations; the exit summary counts them
+    case EventKind::kOverhead:
+      w.begin("overhead", recorded.empty() ? std::string_view("Activity Buffer Request") : recorded, -1, 0,
+              e.start_ns, dur);
+      w.end();
+      break;
+  }
+}
+
+}  // namespace
+
+void write_kineto_json(const Trace& trace, std::ostream& out) {
+  DataExtent extent;  // where the last mark's step ends, as the step pipeline ends it
+  std::set<int> devices;
+  std::set<std::pair<int, uint32_t>> streams;
+  for (const Event& e : trace.events) {
+    extent.add(e);
+    if (e.is_gpu_record() || (e.kind == EventKind::kRange && e.has_flag(event_flags::kOnDevice))) {
+      devices.insert(std::max<int>(e.device, 0));
+      streams.insert({std::max<int>(e.device, 0), e.stream});
+    }
+  }
+  write_head(trace, devices, out);
 
   const int64_t pid = host_process_id(trace);
   EventWriter w(out);
   w.metadata("process_name", pid, 0, "python");
   for (int d : devices) w.metadata("process_name", d, 0, "GPU " + std::to_string(d));
   for (const auto& [d, s] : streams) w.metadata("thread_name", d, s, "stream " + std::to_string(s) + " ");
+  for (const Event& e : trace.events) write_event(w, trace, e, pid);
 
-  for (const Event& e : trace.events) {
-    const std::string_view recorded = trace.names.view(e.name);
-    const int64_t dur = e.end_ns - e.start_ns;
-    const int64_t device = std::max<int>(e.device, 0);
-    switch (e.kind) {
-      case EventKind::kKernel:
-        w.begin("kernel", recorded, device, e.stream, e.start_ns, dur);
-        w.arg_int("device", device);
-        w.arg_int("context", 1);
-        w.arg_uint("stream", e.stream);
-        w.arg_uint("correlation", e.correlation);
-        w.end();
-        break;
-      case EventKind::kMemcpy:
-        w.begin("gpu_memcpy", copy_name(e, recorded), device, e.stream, e.start_ns, dur);
-        w.arg_int("device", device);
-        w.arg_int("context", 1);
-        w.arg_uint("stream", e.stream);
-        w.arg_uint("correlation", e.correlation);
-        w.arg_uint("bytes", e.bytes);
-        // bytes/ns is GB/s.
-        if (dur > 0) w.arg_double("memory bandwidth (GB/s)", double(e.bytes) / double(dur));
-        w.end();
-        break;
-      case EventKind::kMemset:
-        w.begin("gpu_memset", memset_name(e, recorded), device, e.stream, e.start_ns, dur);
-        w.arg_int("device", device);
-        w.arg_int("context", 1);
-        w.arg_uint("stream", e.stream);
-        w.arg_uint("correlation", e.correlation);
-        w.arg_uint("bytes", e.bytes);
-        if (dur > 0) w.arg_double("memory bandwidth (GB/s)", double(e.bytes) / double(dur));
-        w.end();
-        break;
-      case EventKind::kApiCall:
-        w.begin(api_category(recorded), recorded, pid, e.thread, e.start_ns, dur);
-        w.arg_uint("correlation", e.correlation);
-        w.end();
-        break;
-      case EventKind::kSync: {
-        const std::string_view kind = sync_name(e.sync_kind());
-        w.begin("cuda_sync", kind, device, e.stream, e.start_ns, dur);
-        w.arg_string("cuda_sync_kind", kind);
-        w.arg_uint("stream", e.stream);
-        w.arg_uint("correlation", e.correlation);
-        w.arg_int("device", device);
-        w.arg_int("context", 1);
-        w.end();
-        break;
-      }
-      case EventKind::kRange:
-        if (e.has_flag(event_flags::kOnDevice)) {
-          w.begin("gpu_user_annotation", recorded, device, e.stream, e.start_ns, dur);
-        } else if (e.step >= 0) {
-          // A numbered step range (the C API's explicit steps are named "step"): keep the number
-          // in the name so that the step reads back with it.
-          w.begin("user_annotation", step_mark_name(e, recorded), pid, e.thread, e.start_ns, dur);
-        } else {
-          w.begin("user_annotation", recorded, pid, e.thread, e.start_ns, dur);
-          if (gpu_metric_of(recorded)) {
-            // An NVML sample (gpu_samples.h): its reading travels in args, read back by the importer.
-            w.arg_uint("value", e.bytes);
-            w.arg_int("device", e.device);
-          }
-        }
-        w.end();
-        break;
-      case EventKind::kStepMark:
-        break;  // written below, as spans
-      case EventKind::kAllocation:
-        break;  // Kineto has no record for driver-level allocations; the exit summary counts them
-      case EventKind::kOverhead:
-        w.begin("overhead", recorded.empty() ? std::string_view("Activity Buffer Request") : recorded, -1, 0,
-                e.start_ns, dur);
-        w.end();
-        break;
-    }
-  }
   // Explicit step ranges, when present, already delimit the steps (they take priority over
   // marks when the trace is analyzed): the marks would only duplicate them.
   const bool has_explicit_ranges = std::any_of(trace.events.begin(), trace.events.end(), [](const Event& e) {
     return e.kind == EventKind::kRange && e.has_flag(event_flags::kExplicitStep);
   });
-  for (const MarkSpan& span : has_explicit_ranges ? std::vector<MarkSpan>{} : spans_of_step_marks(trace, max_ns)) {
+  const int64_t data_end = extent.get().end;
+  for (const MarkSpan& span : has_explicit_ranges ? std::vector<MarkSpan>{} : spans_of_step_marks(trace, data_end)) {
     const Event& m = *span.mark;
     w.begin("user_annotation", step_mark_name(m, trace.names.view(m.name)), pid, m.thread != 0 ? m.thread : pid,
             m.start_ns, span.end_ns - m.start_ns);

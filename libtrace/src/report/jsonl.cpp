@@ -117,6 +117,7 @@ json summary_json(const RunSummary& s) {
   j["warmup_steps"] = s.warmup_steps;
   j["untraced_steps"] = s.untraced_steps;
   j["incomplete_steps"] = s.incomplete_steps;
+  j["skipped_steps"] = s.skipped_steps;
   json idle = json::object();
   for (IdleCause c : kIdleCauses) idle[std::string(to_string(c))] = round3(s.idle_ms[static_cast<size_t>(c)]);
   j["per_step_ms"] = {{"compute", round3(s.compute_ms)},

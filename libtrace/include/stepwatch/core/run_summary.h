@@ -31,6 +31,8 @@ struct RunSummary {
   int rank = 0;
   int steps = 0;  // analyzed: judged + warm-up + untraced + incomplete
   int judged_steps = 0, warmup_steps = 0, untraced_steps = 0, incomplete_steps = 0;
+  // Steps found but not analyzed at all: the exit path's time bound was reached first.
+  int skipped_steps = 0;
   // Over the steps whose GPU breakdown is known (judged and warm-up).
   StepTimeStats step_ms;
   double gpu_busy_pct = 0;
@@ -48,13 +50,14 @@ class RunSummaryBuilder {
   explicit RunSummaryBuilder(int rank) : rank_(rank) {}
   void add_step(const StepView& step, StepStatus status, std::span<const Finding> findings);
   void add_run_finding(const Finding& finding);
+  void add_skipped(size_t steps) { skipped_ += static_cast<int>(steps); }
   void set_losses(const LossSnapshot& losses) { losses_ = losses; }
   void set_comm_comp_overlap_pct(double pct) { overlap_pct_ = pct; }
   RunSummary build() const;
 
  private:
   int rank_;
-  int steps_ = 0, judged_ = 0, warmup_ = 0, untraced_ = 0, incomplete_ = 0, with_breakdown_ = 0;
+  int steps_ = 0, judged_ = 0, warmup_ = 0, untraced_ = 0, incomplete_ = 0, with_breakdown_ = 0, skipped_ = 0;
   BoundedSample step_ms_;
   int64_t wall_ns_ = 0, busy_ns_ = 0, compute_ns_ = 0, exposed_ns_ = 0, copy_only_ns_ = 0;
   IdleBreakdown idle_;

@@ -24,6 +24,7 @@
 // and kept as context. Single owner (the analysis thread); not thread-safe.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -73,7 +74,9 @@ class StepPipeline {
   void ingest(std::span<const Event> events);
   void ingest(std::vector<Event>&& events);
   void advance(int64_t watermark_ns);
-  void finish();
+  // `deadline`: the exit path is bounded — steps not judged by then are counted as skipped (the
+  // run summary's `skipped_steps`) and the summary is still built.
+  void finish(std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
 
   // Live context, applied to the steps judged from then on.
   void set_gpu_traced(bool traced) { gpu_traced_ = traced; }
@@ -96,7 +99,8 @@ class StepPipeline {
  private:
   std::vector<StepWindow> take_windows(int64_t limit_ns, bool final);
   std::vector<StepWindow> inferred_windows(int64_t limit_ns, bool final);
-  void judge(int64_t limit_ns, bool final);
+  void judge(int64_t limit_ns, bool final,
+             std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
   void judge_window(StepWindow w, const Timeline& timeline, std::span<const Event> slice);
   void judge_pseudo_step_and_evict(size_t drop);
   StepStatus status_of(const StepWindow& w) const;
@@ -116,6 +120,9 @@ class StepPipeline {
 
   bool gpu_traced_ = true;
   std::vector<std::pair<int64_t, int64_t>> untraced_, incomplete_;
+  // Times whose events were evicted at the retention cap before their steps were judged: those
+  // steps are incomplete (their own interval list: set_incomplete replaces the tracer's).
+  std::vector<std::pair<int64_t, int64_t>> evicted_;
   LossSnapshot external_losses_;
   uint64_t late_records_ = 0, evicted_records_ = 0;
   std::shared_ptr<const LossSnapshot> losses_;  // shared by the steps until something changes

@@ -63,7 +63,10 @@ std::string RunStats::text(const NameTable& names, const RunSummary& s, const Se
   auto line = [&](const std::string& l) { out += "[stepwatch][rank " + std::to_string(s.rank) + "] " + l + "\n"; };
   line("exit summary: " + std::to_string(s.steps) + " steps analyzed, " + std::to_string(s.judged_steps) + " judged (" +
        std::to_string(s.warmup_steps) + " warm-up, " + std::to_string(s.untraced_steps) + " without GPU tracing, " +
-       std::to_string(s.incomplete_steps) + " incomplete: GPU records missing)");
+       std::to_string(s.incomplete_steps) + " incomplete: GPU records missing)" +
+       (s.skipped_steps == 0 ? std::string()
+                             : "; " + std::to_string(s.skipped_steps) +
+                                   " more steps not judged: the exit time bound was reached first"));
   if (s.judged_steps + s.warmup_steps > 0) {
     line("  step time: mean " + fmt("%.2f", s.step_ms.mean_ms) + " ms, median " + fmt("%.2f", s.step_ms.median_ms) +
          " ms, p90 " + fmt("%.2f", s.step_ms.p90_ms) + " ms, CV " + fmt("%.2f", s.step_ms.cv) + "; GPU busy " +
