@@ -1,11 +1,5 @@
 #include "live/outputs/metrics_exporter.h"
 
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
-
 #include "live/outputs/prometheus_text.h"
 
 namespace stepwatch::live {
@@ -16,29 +10,6 @@ std::string metrics_textfile_path(const std::string& configured, int rank) {
                           configured.compare(configured.size() - suffix.size(), suffix.size(), suffix) == 0;
   const std::string stem = has_suffix ? configured.substr(0, configured.size() - suffix.size()) : configured;
   return stem + ".rank" + std::to_string(rank) + suffix;
-}
-
-bool write_file_atomically(const std::string& path, const std::string& text, std::string& error) {
-  // The collector reads only *.prom: the temporary name does not end in it.
-  const std::string tmp = path + "." + std::to_string(::getpid()) + ".tmp";
-  std::FILE* f = std::fopen(tmp.c_str(), "w");
-  if (f == nullptr) {
-    error = tmp + ": " + std::strerror(errno);
-    return false;
-  }
-  const bool written = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-  const bool closed = std::fclose(f) == 0;
-  if (!written || !closed) {
-    error = tmp + ": write failed";
-    std::remove(tmp.c_str());
-    return false;
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    error = path + ": " + std::strerror(errno);
-    std::remove(tmp.c_str());
-    return false;
-  }
-  return true;
 }
 
 MetricsExporter::MetricsExporter(const LiveConfig& config, LogReporter& log)

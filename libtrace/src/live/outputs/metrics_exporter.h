@@ -15,6 +15,7 @@
 #include "live/live_config.h"
 #include "live/outputs/log_reporter.h"
 #include "live/outputs/metrics_http.h"
+#include "live/outputs/output_file.h"  // write_file_atomically: the collector never reads half a file
 #include "live/outputs/run_metrics.h"
 
 namespace stepwatch::live {
@@ -22,10 +23,6 @@ namespace stepwatch::live {
 // STEPWATCH_METRICS_TEXTFILE with the rank before ".prom" (ranks sharing a node, and so a
 // textfile directory, must not overwrite each other): /d/stepwatch.prom -> /d/stepwatch.rank3.prom.
 std::string metrics_textfile_path(const std::string& configured, int rank);
-
-// Writes `text` to `path` atomically (a temporary file in the same folder, then rename), so the
-// collector never reads half a file. False with `error` set on failure.
-bool write_file_atomically(const std::string& path, const std::string& text, std::string& error);
 
 class MetricsExporter {
  public:
