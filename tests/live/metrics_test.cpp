@@ -4,7 +4,9 @@
 // is tests/python/test_metrics.py.
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <fcntl.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/wait.h>
@@ -331,6 +333,53 @@ TEST(MetricsHttpServer, TheCapAndTheDeadlineCloseIdleConnections) {
       << server.stats().closed_at_deadline;
   for (int fd : idle) ::close(fd);
   server.stop();
+}
+
+// The host's descriptor limit is ours too. With none left, accept fails (EMFILE) while the
+// connection stays queued and the socket readable: the loop must pause accepting, not spin a core.
+TEST(MetricsHttpServer, OutOfDescriptorsPausesAcceptingInsteadOfSpinning) {
+  int port_pipe[2];
+  int go[2];
+  ASSERT_EQ(::pipe(port_pipe), 0);
+  ASSERT_EQ(::pipe(go), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {  // the server, in a process of its own: its descriptor limit is lowered below
+    MetricsHttpServer server;
+    std::string error;
+    if (!server.start("127.0.0.1", 0, [] { return std::string("m 1\n"); }, error)) ::_exit(10);
+    const int port = server.port();
+    (void)!::write(port_pipe[1], &port, sizeof port);
+    const int lowest_free = ::open("/dev/null", O_RDONLY);
+    ::close(lowest_free);
+    rlimit limit{};
+    ::getrlimit(RLIMIT_NOFILE, &limit);
+    limit.rlim_cur = static_cast<rlim_t>(lowest_free);  // no new descriptor from here on
+    if (::setrlimit(RLIMIT_NOFILE, &limit) != 0) ::_exit(11);
+    char c;
+    (void)!::read(go[0], &c, 1);  // a client is queued
+    rusage before{}, after{};
+    ::getrusage(RUSAGE_SELF, &before);
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    ::getrusage(RUSAGE_SELF, &after);
+    const auto cpu_us = [](const rusage& r) {
+      return (r.ru_utime.tv_sec + r.ru_stime.tv_sec) * 1'000'000LL + r.ru_utime.tv_usec + r.ru_stime.tv_usec;
+    };
+    const long long used_ms = (cpu_us(after) - cpu_us(before)) / 1000;
+    server.stop();
+    ::_exit(used_ms < 100 ? 0 : 1);
+  }
+  int port = 0;
+  ASSERT_EQ(::read(port_pipe[0], &port, sizeof port), static_cast<ssize_t>(sizeof port));
+  const int client = idle_client(port, "GET /metrics HTTP/1.1\r\n\r\n");
+  char c = 1;
+  (void)!::write(go[1], &c, 1);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  ::close(client);
+  for (int fd : {port_pipe[0], port_pipe[1], go[0], go[1]}) ::close(fd);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: the server thread burnt >= 100 ms of CPU in 500 ms with accept failing";
 }
 
 // The limits in the job log: one line per kind, the first time, however often it recurs.

@@ -24,6 +24,7 @@ namespace {
 constexpr size_t kMaxRequestBytes = 8192;
 constexpr int kIdlePollMs = 1000;  // poll's longest sleep (stop() wakes it at once anyway)
 constexpr int kListenBacklog = 64;
+constexpr int kAcceptPauseMs = 100;  // after accept fails for want of descriptors
 
 bool is_token_char(char c) {
   return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
@@ -241,7 +242,10 @@ void MetricsHttpServer::serve() noexcept {
     open_connections_.store(static_cast<int>(open.size()), std::memory_order_relaxed);
     fds.clear();
     fds.push_back(pollfd{wake_read_fd_, POLLIN, 0});
-    fds.push_back(pollfd{listen_fd_, POLLIN, 0});
+    // While accepting is paused (see accept_new), the listening socket is left out of the poll.
+    const bool accepting = now >= accept_paused_until_ms_;
+    if (!accepting) timeout = static_cast<int>(std::min<int64_t>(timeout, accept_paused_until_ms_ - now));
+    fds.push_back(pollfd{listen_fd_, static_cast<short>(accepting ? POLLIN : 0), 0});
     for (const Connection& c : open) fds.push_back(pollfd{c.fd, static_cast<short>(c.reply.empty() ? POLLIN : POLLOUT), 0});
     const int ready = ::poll(fds.data(), fds.size(), timeout);
     if (ready < 0 && errno != EINTR) std::this_thread::sleep_for(std::chrono::milliseconds(10));  // ENOMEM: no spin
@@ -268,7 +272,14 @@ void MetricsHttpServer::accept_new(std::vector<Connection>& open) noexcept {
   // Bounded per round, so a flood of connects cannot starve the connections already open.
   for (int round = 0; round < limits_.max_connections; ++round) {
     const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-    if (fd < 0) return;  // EAGAIN: none left (or a transient error: the next poll retries)
+    if (fd < 0) {
+      // Out of descriptors or memory (the host's limit, shared with us): the pending connection
+      // stays queued and the socket stays readable, so pause accepting instead of spinning.
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+        accept_paused_until_ms_ = now_ms() + kAcceptPauseMs;
+      }
+      return;  // EAGAIN: none left; anything else the next poll retries
+    }
     if (open.size() >= static_cast<size_t>(limits_.max_connections)) {
       // Make room: close the connection that has waited longest for its request (one sending a
       // reply is nearly done and is spared while any reader remains).

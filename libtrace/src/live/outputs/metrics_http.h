@@ -100,7 +100,8 @@ class MetricsHttpServer {
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> served_{0}, closed_at_deadline_{0}, closed_at_cap_{0};
   std::atomic<int> open_connections_{0};
-  uint64_t next_order_ = 0;  // serving thread only
+  uint64_t next_order_ = 0;             // serving thread only
+  int64_t accept_paused_until_ms_ = 0;  // serving thread only
   std::thread thread_;
 };
 
