@@ -47,7 +47,8 @@ class RunOutputs final : public LiveReporter {
   void flush();
   const std::string& run_dir() const { return run_dir_; }
   int dumps_written() const { return dumps_written_; }
-  // Outputs that failed so far, in the order they failed (analysis thread, like every call here).
+  // Outputs that failed so far: the JSONL files in the order they failed, then summaries and dumps
+  // (analysis thread, like every call here).
   std::vector<OutputWriteFailure> write_failures() const;
   // The fleet metrics (live/metrics_exporter.h publishes them), including the individual score.
   RunMetrics& metrics() { return metrics_; }
