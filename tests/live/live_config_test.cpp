@@ -108,6 +108,43 @@ TEST(LiveConfig, BadValuesGiveOneLineEachAndTheDefault) {
   }));
 }
 
+// Issue 17 item 7: a memory cap below the floor used to become the default 64 MB, silently
+// raising what the user asked to lower.
+TEST(LiveConfig, AMemoryCapBelowTheFloorUsesTheFloorAndSaysSo) {
+  std::vector<std::string> problems;
+  LiveConfig c = test_support::read_config({{"STEPWATCH_MEMORY_MB", "4"}}, problems);
+  EXPECT_EQ(c.memory_cap_bytes, int64_t{8} << 20);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0], "STEPWATCH_MEMORY_MB=4: below the minimum 8; using 8");
+  problems.clear();
+  c = test_support::read_config({{"STEPWATCH_MEMORY_MB", "2000000"}}, problems);
+  EXPECT_EQ(c.memory_cap_bytes, int64_t{1} << 40) << "above the maximum: the maximum";
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0], "STEPWATCH_MEMORY_MB=2000000: above the maximum 1048576; using 1048576");
+  problems.clear();
+  c = test_support::read_config({{"STEPWATCH_MEMORY_MB", "lots"}}, problems);
+  EXPECT_EQ(c.memory_cap_bytes, int64_t{64} << 20) << "not a number: the default";
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0], "STEPWATCH_MEMORY_MB=lots: not an integer; using 64");
+}
+
+// LOCAL_RANK is read twice (a rank fallback, and the node-local rank): one bad value, one line.
+TEST(LiveConfig, ABadLocalRankIsReportedOnce) {
+  std::vector<std::string> problems;
+  const LiveConfig c = test_support::read_config({{"LOCAL_RANK", "abc"}}, problems);
+  EXPECT_EQ(c.rank, 0);
+  EXPECT_EQ(c.local_rank, 0);
+  ASSERT_EQ(problems.size(), 1u) << problems.back();
+  EXPECT_EQ(problems[0], "LOCAL_RANK=abc: not a rank number; ignored");
+  // Where RANK decides the rank, LOCAL_RANK is read once (as the local rank) and said once.
+  problems.clear();
+  const LiveConfig d = test_support::read_config({{"RANK", "5"}, {"LOCAL_RANK", "-1"}}, problems);
+  EXPECT_EQ(d.rank, 5);
+  EXPECT_EQ(d.local_rank, 0);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_NE(problems[0].find("LOCAL_RANK=-1"), std::string::npos) << problems[0];
+}
+
 TEST(LiveConfig, DisableAndDocs) {
   std::vector<std::string> problems;
   EXPECT_FALSE(test_support::read_config({{"STEPWATCH_ENABLE", "0"}}, problems).enabled);

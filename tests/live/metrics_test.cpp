@@ -4,16 +4,24 @@
 // is tests/python/test_metrics.py.
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <thread>
 
 #include "live/live_config.h"
 #include "live_config_support.h"
@@ -179,13 +187,28 @@ TEST(MetricsHttp, AnswersOnlyGetAndHeadOfMetrics) {
   EXPECT_EQ(metrics_http_response("POST", "/metrics", body).rfind("HTTP/1.1 405", 0), 0u);
 }
 
-std::string exchange(int port, const std::string& request) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+sockaddr_in loopback(int port) {
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(static_cast<uint16_t>(port));
   ::inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+  return addr;
+}
+
+// A request and its whole reply; connect, send and each receive give up after 3 s (a server that
+// does not answer fails the test instead of hanging it).
+std::string exchange(int port, const std::string& request) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  const timeval limit{3, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, sizeof limit);  // also bounds connect
+  const sockaddr_in addr = loopback(port);
+  if (::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
     ::close(fd);
     return "connect failed";
   }
@@ -221,6 +244,179 @@ TEST(MetricsHttpServer, ServesOverASocketAndRefusesGarbage) {
   server.stop();
   server.stop();  // idempotent
   EXPECT_EQ(exchange(server.port(), "GET /metrics HTTP/1.1\r\n\r\n"), "connect failed");
+}
+
+// A client that connects and then sends `partial` (or nothing) and never the rest. The connect does
+// not block: it completes in the kernel's backlog whether or not the server accepts.
+int idle_client(int port, const std::string& partial) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+  const sockaddr_in addr = loopback(port);
+  (void)::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr);
+  pollfd p{fd, POLLOUT, 0};
+  (void)::poll(&p, 1, 1000);
+  if (!partial.empty()) (void)::send(fd, partial.data(), partial.size(), MSG_NOSIGNAL);
+  return fd;
+}
+
+// Whether the server closed `fd` within `timeout_ms` (recv sees the end of the stream or a reset).
+bool closed_by_server(int fd, int timeout_ms) {
+  pollfd p{fd, POLLIN, 0};
+  if (::poll(&p, 1, timeout_ms) <= 0) return false;
+  char c;
+  return ::recv(fd, &c, 1, MSG_DONTWAIT) <= 0;
+}
+
+template <typename Pred>
+bool eventually(Pred pred, int timeout_ms = 2000) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return true;
+}
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Issue 17 item 6: one connection at a time with a 2 s deadline each made 10 half-open requests
+// delay a real scrape by 20 s and 32 made the endpoint unusable. Served concurrently, 40 of them
+// (within the cap) delay it by nothing that matters.
+TEST(MetricsHttpServer, HalfOpenConnectionsDoNotDelayAScrape) {
+  MetricsHttpServer server;
+  std::string error;
+  ASSERT_TRUE(server.start("127.0.0.1", 0, [] { return std::string("m 1\n"); }, error)) << error;
+  std::vector<int> slow;
+  for (int i = 0; i < 40; ++i) slow.push_back(idle_client(server.port(), i % 2 ? "GET /metrics HTTP/1.1\r\nHo" : ""));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // let the server take them in
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::string reply = exchange(server.port(), "GET /metrics HTTP/1.1\r\n\r\n");
+  const double latency_ms = ms_since(t0);
+  EXPECT_EQ(reply.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << reply;
+  EXPECT_LT(latency_ms, 500.0) << "a scrape behind 40 half-open connections";
+  std::printf("scrape latency with 40 half-open connections: %.1f ms\n", latency_ms);
+  std::fflush(stdout);  // not left in a buffer that a forked test's child would copy
+  for (int fd : slow) ::close(fd);
+  server.stop();
+}
+
+// The cap: at max_connections the connection that has waited longest for its request is closed
+// for the new one (a scrape gets through a flood of idle connections); the deadline: an idle
+// connection is closed deadline_ms after it was accepted. Both are counted.
+TEST(MetricsHttpServer, TheCapAndTheDeadlineCloseIdleConnections) {
+  MetricsHttpServer server;
+  std::string error;
+  ASSERT_TRUE(server.start("127.0.0.1", 0, [] { return std::string("m 1\n"); }, error,
+                           MetricsHttpServer::Limits{4, 1000}))
+      << error;
+  std::vector<int> idle;
+  for (int i = 0; i < 4; ++i) idle.push_back(idle_client(server.port(), ""));
+  ASSERT_TRUE(eventually([&] { return server.open_connections() == 4; })) << server.open_connections();
+  idle.push_back(idle_client(server.port(), ""));  // the fifth: the first one makes room
+  EXPECT_TRUE(closed_by_server(idle[0], 300)) << "the oldest idle connection is closed at the cap";
+  EXPECT_FALSE(closed_by_server(idle[1], 0));
+  EXPECT_TRUE(eventually([&] { return server.stats().closed_at_cap == 1; }));
+  EXPECT_LE(server.open_connections(), 4);
+
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::string reply = exchange(server.port(), "GET /metrics HTTP/1.1\r\n\r\n");
+  EXPECT_EQ(reply.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << "a scrape at the cap: " << reply;
+  EXPECT_LT(ms_since(t0), 300.0);
+  EXPECT_TRUE(closed_by_server(idle[1], 300)) << "the next oldest made room for the scrape";
+  EXPECT_EQ(server.stats().closed_at_cap, 2u);
+  EXPECT_EQ(server.stats().served, 1u);
+
+  // The three left are closed at their deadline (1 s after accept), not before.
+  EXPECT_FALSE(closed_by_server(idle[4], 300));
+  EXPECT_TRUE(closed_by_server(idle[4], 2000));
+  EXPECT_TRUE(eventually([&] { return server.stats().closed_at_deadline == 3 && server.open_connections() == 0; }))
+      << server.stats().closed_at_deadline;
+  for (int fd : idle) ::close(fd);
+  server.stop();
+}
+
+// The host's descriptor limit is ours too. With none left, accept fails (EMFILE) while the
+// connection stays queued and the socket readable: the loop must pause accepting, not spin a core.
+TEST(MetricsHttpServer, OutOfDescriptorsPausesAcceptingInsteadOfSpinning) {
+  int port_pipe[2];
+  int go[2];
+  ASSERT_EQ(::pipe(port_pipe), 0);
+  ASSERT_EQ(::pipe(go), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {  // the server, in a process of its own: its descriptor limit is lowered below
+    MetricsHttpServer server;
+    std::string error;
+    if (!server.start("127.0.0.1", 0, [] { return std::string("m 1\n"); }, error)) ::_exit(10);
+    const int port = server.port();
+    (void)!::write(port_pipe[1], &port, sizeof port);
+    const int lowest_free = ::open("/dev/null", O_RDONLY);
+    ::close(lowest_free);
+    rlimit limit{};
+    ::getrlimit(RLIMIT_NOFILE, &limit);
+    limit.rlim_cur = static_cast<rlim_t>(lowest_free);  // no new descriptor from here on
+    if (::setrlimit(RLIMIT_NOFILE, &limit) != 0) ::_exit(11);
+    char c;
+    (void)!::read(go[0], &c, 1);  // a client is queued
+    rusage before{}, after{};
+    ::getrusage(RUSAGE_SELF, &before);
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    ::getrusage(RUSAGE_SELF, &after);
+    const auto cpu_us = [](const rusage& r) {
+      return (r.ru_utime.tv_sec + r.ru_stime.tv_sec) * 1'000'000LL + r.ru_utime.tv_usec + r.ru_stime.tv_usec;
+    };
+    const long long used_ms = (cpu_us(after) - cpu_us(before)) / 1000;
+    server.stop();
+    ::_exit(used_ms < 100 ? 0 : 1);
+  }
+  int port = 0;
+  ASSERT_EQ(::read(port_pipe[0], &port, sizeof port), static_cast<ssize_t>(sizeof port));
+  const int client = idle_client(port, "GET /metrics HTTP/1.1\r\n\r\n");
+  char c = 1;
+  (void)!::write(go[1], &c, 1);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  ::close(client);
+  for (int fd : {port_pipe[0], port_pipe[1], go[0], go[1]}) ::close(fd);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: the server thread burnt >= 100 ms of CPU in 500 ms with accept failing";
+}
+
+// The limits in the job log: one line per kind, the first time, however often it recurs.
+TEST(MetricsExporter, SaysOnceWhenTheEndpointsLimitsAreHit) {
+  const fs::path log_path = fs::temp_directory_path() / ("sw-limits-" + std::to_string(::getpid()) + ".log");
+  fs::remove(log_path);
+  LiveConfig c;
+  {
+    const int probe = ::socket(AF_INET, SOCK_STREAM, 0);  // a free port for the exporter
+    sockaddr_in addr = loopback(0);
+    socklen_t length = sizeof addr;
+    ASSERT_EQ(::bind(probe, reinterpret_cast<const sockaddr*>(&addr), sizeof addr), 0);
+    ::getsockname(probe, reinterpret_cast<sockaddr*>(&addr), &length);
+    c.metrics_port = ntohs(addr.sin_port);
+    ::close(probe);
+  }
+  LogReporter log(make_job_logger("info", log_path.string()), c);
+  MetricsExporter exporter(c, log, MetricsHttpServer::Limits{2, 200});
+  ASSERT_EQ(exporter.port(), c.metrics_port);
+  std::vector<int> idle;
+  for (int round = 0; round < 2; ++round) {
+    for (int i = 0; i < 3; ++i) idle.push_back(idle_client(c.metrics_port, ""));
+    std::this_thread::sleep_for(std::chrono::milliseconds(400));  // past the deadline
+    exporter.publish(MetricsSnapshot{}, 0, false);
+  }
+  exporter.stop();
+  for (int fd : idle) ::close(fd);
+  log.flush();
+  const std::string text = read_file(log_path);
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 3) << "start-up, deadline, cap:\n" << text;
+  EXPECT_NE(text.find("metrics: closed a connection that sent no complete request (or did not read its reply) "
+                      "within 200 ms"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("metrics: 2 connections open at once (the cap)"), std::string::npos) << text;
+  fs::remove(log_path);
 }
 
 // DataLoader workers are forked children: each inherits the listening socket. Released in the
@@ -315,11 +511,6 @@ TEST(MetricsConfig, BadValuesGiveOneLineAndNoEndpoint) {
   EXPECT_EQ(c.metrics_port, 0);
   ASSERT_EQ(problems.size(), 1u);
   EXPECT_NE(problems[0].find("past 65535"), std::string::npos) << problems[0];
-}
-
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
 // Two ranks with one STEPWATCH_OUTPUT_DIR (torchrun's default): each writes its own folder and

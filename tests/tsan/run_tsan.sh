@@ -46,8 +46,11 @@ if [ "$live" = 1 ]; then
   # The 64-thread launch storm and SIGTERM under the default disposition. Not the host handler that
   # calls exit() from the signal: that is the host's async-signal-unsafe choice, which TSan reports.
   filter+=':LiveStorm.*:LiveSignals.SigtermDuringAFlushEndsTheProcessAtOnceWithValidFiles'
-  # The metrics server thread reading the analysis thread's snapshot while sessions run.
+  # The metrics server thread reading the analysis thread's snapshot while sessions run; its
+  # poll loop over many connections at once, its counters read by the analysis thread.
   filter+=':MetricsHttpServer.ServesOverASocketAndRefusesGarbage:MultiRankOutputs.*'
+  filter+=':MetricsHttpServer.HalfOpenConnectionsDoNotDelayAScrape:MetricsHttpServer.TheCapAndTheDeadlineCloseIdleConnections'
+  filter+=':MetricsExporter.SaysOnceWhenTheEndpointsLimitsAreHit'
   echo "== tsan: live ($filter) =="
   "$bdir/bin/stepwatch_live_tests" --gtest_brief=1 --gtest_filter="$filter"
 else

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <cstdlib>
 #include <regex>
+#include <set>
 #include <sstream>
 
 #include "stepwatch/detectors/registry.h"
@@ -31,7 +32,8 @@ const std::vector<EnvVarDoc> kDocs = {
     {"STEPWATCH_RING_STEPS", "8", "steps kept for flight-recorder dumps"},
     {"STEPWATCH_MAX_DUMPS", "5", "flight-recorder dumps per process (0 = none)"},
     {"STEPWATCH_MAX_DUMP_MB", "64", "cap on the bytes of all dumps together"},
-    {"STEPWATCH_MEMORY_MB", "64", "cap on stepwatch's own memory (queues, retained events, names)"},
+    {"STEPWATCH_MEMORY_MB", "64", "cap on stepwatch's own memory (queues, retained events, names): 8 to 1048576; "
+                                 "a value outside uses the nearest bound (and says so)"},
     {"STEPWATCH_CUPTI_BUFFER_KB", "4096", "size of one CUPTI activity buffer"},
     {"STEPWATCH_CUPTI_MAX_BUFFERS", "64", "cap on CUPTI activity buffers held at once"},
     {"STEPWATCH_CUPTI_PATH", "", "explicit path of libcupti.so.13 (default: the loader's search, then the CUDA toolkit)"},
@@ -56,8 +58,12 @@ class Reader {
     return (v != nullptr && *v != '\0') ? v : nullptr;
   }
 
+  // What a value outside lo..hi becomes: the default, or (for a cap the user meant to lower)
+  // the nearest bound, which is closer to what was asked for than the default.
+  enum class OutOfRange { kDefault, kNearestBound };
+
   template <typename T>
-  void integer(const char* name, T& out, T lo, T hi, T scale = 1) {
+  void integer(const char* name, T& out, T lo, T hi, T scale = 1, OutOfRange out_of_range = OutOfRange::kDefault) {
     const char* v = raw(name);
     if (!v) return;
     long long parsed = 0;
@@ -67,7 +73,14 @@ class Reader {
       problem(name, v, "not an integer", out / scale);
       return;
     }
-    if (parsed < static_cast<long long>(lo) || parsed > static_cast<long long>(hi)) {
+    const bool low = parsed < static_cast<long long>(lo), high = parsed > static_cast<long long>(hi);
+    if ((low || high) && out_of_range == OutOfRange::kNearestBound) {
+      const T bound = low ? lo : hi;
+      problem(name, v, std::string(low ? "below the minimum " : "above the maximum ") + std::to_string(bound), bound);
+      out = bound * scale;
+      return;
+    }
+    if (low || high) {
       problem(name, v, "out of range " + std::to_string(lo) + ".." + std::to_string(hi), out / scale);
       return;
     }
@@ -102,14 +115,20 @@ class Reader {
 
   template <typename T>
   void problem(const char* name, const char* value, const std::string& why, T fallback) {
-    problems_.push_back(std::string(name) + "=" + value + ": " + why + "; using " + std::to_string(fallback));
+    report(name, std::string(name) + "=" + value + ": " + why + "; using " + std::to_string(fallback));
   }
 
-  std::vector<std::string>& problems() { return problems_; }
+  // One line per variable, even when two settings read it (LOCAL_RANK is a rank fallback and the
+  // node-local rank): the first reader says what is wrong with it.
+  void report(const std::string& name, std::string line) {
+    if (!reported_.insert(name).second) return;
+    problems_.push_back(std::move(line));
+  }
 
  private:
   const std::function<const char*(const char*)>& getenv_;
   std::vector<std::string>& problems_;
+  std::set<std::string> reported_;
 };
 
 }  // namespace
@@ -141,7 +160,9 @@ LiveConfig read_live_config(const std::function<const char*(const char*)>& geten
   r.integer<int>("STEPWATCH_RING_STEPS", c.ring_steps, 1, 1000);
   r.integer<int>("STEPWATCH_MAX_DUMPS", c.max_dumps, 0, 10000);
   r.integer<int64_t>("STEPWATCH_MAX_DUMP_MB", c.max_dump_bytes, 1, 1 << 20, 1 << 20);
-  r.integer<int64_t>("STEPWATCH_MEMORY_MB", c.memory_cap_bytes, 8, 1 << 20, 1 << 20);
+  // Below the floor: the floor (the smallest cap stepwatch works in), not the default 64 — someone
+  // who asked for 4 MB wants as little as possible.
+  r.integer<int64_t>("STEPWATCH_MEMORY_MB", c.memory_cap_bytes, 8, 1 << 20, 1 << 20, Reader::OutOfRange::kNearestBound);
   r.integer<int64_t>("STEPWATCH_CUPTI_BUFFER_KB", c.cupti_buffer_bytes, 64, 1 << 20, 1024);
   r.integer<int>("STEPWATCH_CUPTI_MAX_BUFFERS", c.cupti_max_buffers, 2, 100000);
   r.integer<int>("STEPWATCH_PERSIST_EVERY", c.persist_every, 1, 1000000);
@@ -232,7 +253,7 @@ LiveConfig read_live_config(const std::function<const char*(const char*)>& geten
       c.rank = rank;
       break;
     }
-    problems.push_back(std::string(name) + "=" + v + ": not a rank number; ignored");
+    r.report(name, std::string(name) + "=" + v + ": not a rank number; ignored");
   }
   // The rank on this node: offsets the metrics port so that ranks sharing a node do not collide.
   for (const char* name : {"LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK"}) {

@@ -1,11 +1,5 @@
 #include "live/outputs/metrics_exporter.h"
 
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
-
 #include "live/outputs/prometheus_text.h"
 
 namespace stepwatch::live {
@@ -18,36 +12,13 @@ std::string metrics_textfile_path(const std::string& configured, int rank) {
   return stem + ".rank" + std::to_string(rank) + suffix;
 }
 
-bool write_file_atomically(const std::string& path, const std::string& text, std::string& error) {
-  // The collector reads only *.prom: the temporary name does not end in it.
-  const std::string tmp = path + "." + std::to_string(::getpid()) + ".tmp";
-  std::FILE* f = std::fopen(tmp.c_str(), "w");
-  if (f == nullptr) {
-    error = tmp + ": " + std::strerror(errno);
-    return false;
-  }
-  const bool written = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-  const bool closed = std::fclose(f) == 0;
-  if (!written || !closed) {
-    error = tmp + ": write failed";
-    std::remove(tmp.c_str());
-    return false;
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    error = path + ": " + std::strerror(errno);
-    std::remove(tmp.c_str());
-    return false;
-  }
-  return true;
-}
-
-MetricsExporter::MetricsExporter(const LiveConfig& config, LogReporter& log)
+MetricsExporter::MetricsExporter(const LiveConfig& config, LogReporter& log, MetricsHttpServer::Limits limits)
     : log_(log), textfile_interval_ns_(int64_t{config.metrics_interval_s} * 1'000'000'000) {
   snapshot_.rank = config.rank;
   if (config.metrics_port > 0) {
     const int port = config.metrics_port + config.local_rank;
     std::string error;
-    serving_ = server_.start(config.metrics_addr, port, [this] { return render(); }, error);
+    serving_ = server_.start(config.metrics_addr, port, [this] { return render(); }, error, limits);
     if (serving_) {
       log_.info("metrics: Prometheus endpoint at http://" + config.metrics_addr + ":" + std::to_string(port) +
                 "/metrics");
@@ -73,10 +44,31 @@ std::string MetricsExporter::render() const {
   return render_prometheus(copy);
 }
 
+// One line per kind of limit, the first time: a client that trips it once will trip it again,
+// and the job log is not the place for a line per connection.
+void MetricsExporter::report_limits() {
+  const MetricsHttpServer::Stats stats = server_.stats();
+  const MetricsHttpServer::Limits& limits = server_.limits();
+  if (stats.closed_at_deadline > 0 && !deadline_reported_) {
+    deadline_reported_ = true;
+    log_.warn("metrics: closed a connection that sent no complete request (or did not read its reply) within " +
+              std::to_string(limits.deadline_ms) + " ms; scrapes on other connections are not delayed. Said once.");
+  }
+  if (stats.closed_at_cap > 0 && !cap_reported_) {
+    cap_reported_ = true;
+    log_.warn("metrics: " + std::to_string(limits.max_connections) +
+              " connections open at once (the cap): closed the one waiting longest for its request to admit a new "
+              "one. Something holds connections to the metrics port without sending requests. Said once.");
+  }
+}
+
 void MetricsExporter::publish(const MetricsSnapshot& snapshot, int64_t now_ns, bool final_pass) {
   if (serving_) {
-    std::lock_guard<std::mutex> lock(mu_);
-    snapshot_ = snapshot;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      snapshot_ = snapshot;
+    }
+    report_limits();
   }
   if (textfile_.empty() || textfile_failed_) return;
   if (!final_pass && textfile_written_ns_ != INT64_MIN && now_ns - textfile_written_ns_ < textfile_interval_ns_) return;

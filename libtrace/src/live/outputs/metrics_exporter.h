@@ -15,6 +15,7 @@
 #include "live/live_config.h"
 #include "live/outputs/log_reporter.h"
 #include "live/outputs/metrics_http.h"
+#include "live/outputs/output_file.h"  // write_file_atomically: the collector never reads half a file
 #include "live/outputs/run_metrics.h"
 
 namespace stepwatch::live {
@@ -23,21 +24,20 @@ namespace stepwatch::live {
 // textfile directory, must not overwrite each other): /d/stepwatch.prom -> /d/stepwatch.rank3.prom.
 std::string metrics_textfile_path(const std::string& configured, int rank);
 
-// Writes `text` to `path` atomically (a temporary file in the same folder, then rename), so the
-// collector never reads half a file. False with `error` set on failure.
-bool write_file_atomically(const std::string& path, const std::string& text, std::string& error);
-
 class MetricsExporter {
  public:
   // Starts the endpoint when configured; a failed bind gives one log line and no endpoint.
-  MetricsExporter(const LiveConfig& config, LogReporter& log);
+  // `limits`: the endpoint's connection cap and per-connection deadline (tests shorten them).
+  MetricsExporter(const LiveConfig& config, LogReporter& log,
+                  MetricsHttpServer::Limits limits = MetricsHttpServer::Limits{});
   ~MetricsExporter();
 
   bool enabled() const { return serving_ || !textfile_.empty(); }
   int port() const { return server_.port(); }  // the bound port (0 when not serving)
 
   // Analysis thread: the snapshot to serve from now on; rewrites the textfile when its interval
-  // has passed (always when `final_pass`).
+  // has passed (always when `final_pass`); says in the log the first time the endpoint closed a
+  // connection at its deadline and the first time at its connection cap.
   void publish(const MetricsSnapshot& snapshot, int64_t now_ns, bool final_pass);
   // Stops the endpoint (bounded). Idempotent.
   void stop() noexcept;
@@ -46,6 +46,7 @@ class MetricsExporter {
 
  private:
   std::string render() const;
+  void report_limits();
 
   LogReporter& log_;
   MetricsHttpServer server_;
@@ -54,6 +55,7 @@ class MetricsExporter {
   int64_t textfile_interval_ns_;
   int64_t textfile_written_ns_ = INT64_MIN;
   bool textfile_failed_ = false;
+  bool deadline_reported_ = false, cap_reported_ = false;
 
   mutable std::mutex mu_;  // guards snapshot_ only
   MetricsSnapshot snapshot_;

@@ -141,7 +141,7 @@ std::string RunStats::text(const NameTable& names, const RunSummary& s, const Se
   return out;
 }
 
-std::string RunStats::json(const NameTable& names, const RunSummary& s, const SelfOverhead& o) const {
+nlohmann::ordered_json RunStats::json(const NameTable& names, const RunSummary& s, const SelfOverhead& o) const {
   using json = nlohmann::ordered_json;
   json j = summary_json(s);
   json k = json::array();
@@ -166,7 +166,7 @@ std::string RunStats::json(const NameTable& names, const RunSummary& s, const Se
   j["blocking_calls"] = b;
   j["self_overhead"] = {{"analysis_cpu_ms", ms(o.analysis_cpu_ns)}, {"callback_ms", ms(o.callback_ns)},
                         {"cupti_overhead_ms", ms(o.cupti_overhead_ns)}, {"wall_ms", ms(o.wall_ns)}};
-  return j.dump(2);
+  return j;
 }
 
 }  // namespace stepwatch::live

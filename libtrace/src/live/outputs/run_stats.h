@@ -12,6 +12,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "stepwatch/core/event.h"
 #include "stepwatch/core/finding.h"
 #include "stepwatch/core/name_table.h"
@@ -36,7 +38,7 @@ class RunStats {
   // Text (the log and summary.txt) and JSON (summary.json: the run summary's schema plus these
   // tables) forms.
   std::string text(const NameTable& names, const RunSummary& summary, const SelfOverhead& overhead) const;
-  std::string json(const NameTable& names, const RunSummary& summary, const SelfOverhead& overhead) const;
+  nlohmann::ordered_json json(const NameTable& names, const RunSummary& summary, const SelfOverhead& overhead) const;
 
  private:
   struct Timing {
