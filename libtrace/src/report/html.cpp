@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "stepwatch/core/stats.h"
+#include "stepwatch/report/finding_groups.h"
 
 namespace stepwatch {
 namespace {
@@ -323,23 +324,26 @@ void findings_section(std::ostream& o, const RankResult& r, const HtmlReportOpti
   }
   o << "</table>\n";
 
-  std::vector<const Finding*> rows;
-  for (const Finding& f : r.findings) rows.push_back(&f);
-  std::stable_sort(rows.begin(), rows.end(), [](const Finding* a, const Finding* b) {
-    return finite(a->cost_ms) > finite(b->cost_ms);
-  });
+  // A detector firing on a run of steps is one row (finding_groups.h), costliest first.
+  std::vector<FindingGroup> rows = group_findings(r);
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const FindingGroup& a, const FindingGroup& b) { return finite(a.cost_ms) > finite(b.cost_ms); });
   const size_t shown = std::min(rows.size(), opt.max_finding_rows);
   o << "<p class=\"note\">" << r.findings.size() << " finding" << (r.findings.size() == 1 ? "" : "s");
+  if (rows.size() < r.findings.size()) o << " in " << rows.size() << " runs of steps";
   if (shown < rows.size()) o << "; the " << shown << " costliest are listed";
-  o << ".</p>\n<table id=\"findings-rank-" << r.rank << "\" class=\"findings\"><tr><th>step</th><th>detector</th>"
-       "<th>severity</th><th>cost ms</th><th>of step</th><th>what happened</th><th>fix direction</th></tr>\n";
+  o << ".</p>\n<table id=\"findings-rank-" << r.rank << "\" class=\"findings\"><tr><th>steps</th><th>detector</th>"
+       "<th>severity</th><th>cost ms</th><th>of step</th><th>what happened (costliest step)</th><th>fix direction</th>"
+       "</tr>\n";
   for (size_t i = 0; i < shown; ++i) {
-    const Finding& f = *rows[i];
+    const FindingGroup& g = rows[i];
+    const Finding& f = *g.costliest;
     const auto [signature, fix] = split_fix(f.message);
-    o << "<tr class=\"" << severity_class(f.severity) << "\"><td>" << f.step << "</td><td class=\"det\">"
-      << esc(f.detector) << "</td><td><span class=\"sev\">" << to_string(f.severity) << "</span></td><td>"
-      << ms_text(f.cost_ms) << "</td><td>" << pct_text(f.cost_pct) << "</td><td>" << esc(signature)
-      << "</td><td class=\"fix\">" << esc(fix) << "</td></tr>\n";
+    o << "<tr class=\"" << severity_class(f.severity) << "\"><td>" << g.first_step;
+    if (g.fired > 1) o << "–" << g.last_step << " (" << g.fired << " of " << g.span_steps << ")";
+    o << "</td><td class=\"det\">" << esc(f.detector) << "</td><td><span class=\"sev\">" << to_string(f.severity)
+      << "</span></td><td>" << ms_text(g.cost_ms) << "</td><td>" << pct_text(g.fired > 1 ? g.max_pct : f.cost_pct)
+      << "</td><td>" << esc(signature) << "</td><td class=\"fix\">" << esc(fix) << "</td></tr>\n";
   }
   o << "</table>\n";
 }
