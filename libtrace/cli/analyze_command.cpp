@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <regex>
 
 #include "stepwatch/core/analysis.h"
@@ -164,6 +165,7 @@ int run_analyze(const AnalyzeOptions& o) {
     const bool merge = files.size() >= 2;
     std::vector<RankResult> merge_results;
     std::vector<RankCollectives> merge_collectives;
+    std::optional<MergedAnalysis> merged;  // the HTML page shows the verdict too
     for (size_t i = 0; i < files.size(); ++i) {
       Trace trace = import_trace_file(files[i]);
       const int rank = trace.rank >= 0 ? trace.rank : static_cast<int>(i);
@@ -183,15 +185,15 @@ int run_analyze(const AnalyzeOptions& o) {
     if (merge) {
       std::vector<const RankResult*> results;
       for (const RankResult& r : merge_results) results.push_back(&r);
-      const MergedAnalysis merged = merge_ranks(merge_collectives, results, config);
-      if (json_out) write_merged_jsonl(merged, *json_out);
+      merged = merge_ranks(merge_collectives, results, config);
+      if (json_out) write_merged_jsonl(*merged, *json_out);
       if (text) {
         text_out << '\n';
-        write_merged_text(merged, text_out, o.max_rows);
+        write_merged_text(*merged, text_out, o.max_rows);
       }
     }
     if (json_out) json_out->flush();
-    if (html_file.is_open()) write_html_report(html_ranks, html_file);
+    if (html_file.is_open()) write_html_report(html_ranks, html_file, {}, merged ? &*merged : nullptr);
   } catch (const ImportError& e) {
     std::cerr << "stepwatch: error: " << e.what() << '\n';
     return 2;
