@@ -11,21 +11,23 @@
 #                             crashes (a deterministic replay: no random fuzzing decides whether
 #                             this passes; exploration is tests/fuzz/explore.sh)
 #   tests/run.sh --tsan       also the concurrency tests under ThreadSanitizer
+#   tests/run.sh --wheel      also `pip install .` into a fresh venv and stepwatch run/analyze from it
 #   tests/run.sh --all        all of the above: what CI runs (.ci/run)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 
-sanitizers=0 cudaless=0 fuzz=0 tsan=0
+sanitizers=0 cudaless=0 fuzz=0 tsan=0 wheel=0
 for arg in "$@"; do
   case "$arg" in
     --sanitizers) sanitizers=1 ;;
     --cudaless) cudaless=1 ;;
     --fuzz) fuzz=1 ;;
     --tsan) tsan=1 ;;
-    --all) sanitizers=1 cudaless=1 fuzz=1 tsan=1 ;;
+    --wheel) wheel=1 ;;
+    --all) sanitizers=1 cudaless=1 fuzz=1 tsan=1 wheel=1 ;;
     --no-sanitizers) ;;  # the old spelling of the default
-    *) echo "usage: tests/run.sh [--sanitizers] [--cudaless] [--fuzz] [--tsan] [--all]" >&2; exit 2 ;;
+    *) echo "usage: tests/run.sh [--sanitizers] [--cudaless] [--fuzz] [--tsan] [--wheel] [--all]" >&2; exit 2 ;;
   esac
 done
 
@@ -62,6 +64,13 @@ fi
 if [ "$tsan" = 1 ]; then
   stage "ThreadSanitizer (queues, analysis thread, NVTX, CUPTI adapter, injected library)"
   tests/tsan/run_tsan.sh
+fi
+if [ "$wheel" = 1 ]; then
+  stage "wheel (pip install . into a fresh venv)"
+  rc=0
+  tests/wheel.sh "$root/build" || rc=$?
+  # 77: no package index to get the build backend from; anything else fails the run.
+  if [ "$rc" != 0 ] && [ "$rc" != 77 ]; then exit "$rc"; fi
 fi
 stage "done"
 echo "stepwatch: all tests passed"
