@@ -19,6 +19,8 @@ struct AnalyzeOptions {
   std::vector<std::string> disable;
   bool quiet = false;
   size_t max_rows = 50;
+  double max_input_gb = 64;   // ImportLimits::max_text_bytes
+  double max_event_mb = 64;   // ImportLimits::max_record_bytes
 };
 
 void add_analyze_options(CLI::App& cmd, AnalyzeOptions& opts);

@@ -1,0 +1,35 @@
+// One Kineto record, from simdjson's On-Demand view of its JSON object to an Event (or a count of
+// why it was left out). Private to libtrace/src/import.
+//
+// Handles every format in the corpus: 2021-era categories (`Runtime`, `Kernel`, `Memcpy`, ...,
+// matched case-insensitively), `cuda_runtime`/`cuda_driver`/`cuda_sync` (newer traces), NVIDIA
+// and AMD (`hip*`) names; flows, metadata and Python frames are not records of ours.
+#pragma once
+
+#include <simdjson.h>
+
+#include <string_view>
+
+#include "import/kineto_scalars.h"
+#include "stepwatch/core/trace.h"
+
+// simdjson reports errors by code; every reader passes them up to one place that knows the source
+// name and the offset, and turns them into ImportError.
+#define SW_JSON_TRY(expr)                                                                  \
+  do {                                                                                     \
+    if (const simdjson::error_code sw_err_ = (expr); sw_err_ != simdjson::SUCCESS) return sw_err_; \
+  } while (0)
+
+namespace stepwatch::import_detail {
+
+class EventCollector;
+
+// A traceEvents element: a complete event of a category we import becomes an Event in `events`
+// (names interned in trace.names); one we cannot use is counted in trace.skipped by reason.
+simdjson::error_code read_event(simdjson::ondemand::value& element, Trace& trace, EventCollector& events);
+
+// Values of an unexpected type count as absent: wrong types skip a field, never the file.
+simdjson::error_code read_string(simdjson::ondemand::value& v, std::string_view& out);
+simdjson::error_code read_scalar(simdjson::ondemand::value& v, Scalar& out);
+
+}  // namespace stepwatch::import_detail
