@@ -160,7 +160,7 @@ void add_analyze_options(CLI::App& cmd, AnalyzeOptions& o) {
   cmd.add_option("--max-input-gb", o.max_input_gb, "Refuse an input whose (uncompressed) text exceeds this many GiB; "
                  "memory does not grow with it, this bounds time")->default_val(64)->check(CLI::PositiveNumber);
   cmd.add_option("--max-event-mb", o.max_event_mb, "Leave out (and count) any single trace event larger than this many "
-                 "MiB of JSON instead of holding it")->default_val(64)->check(CLI::PositiveNumber);
+                 "MiB of JSON instead of holding it")->default_val(16)->check(CLI::PositiveNumber);
 }
 
 int run_analyze(const AnalyzeOptions& o) {

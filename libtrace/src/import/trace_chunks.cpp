@@ -35,8 +35,10 @@ void ChunkProducer::produce(TextChunk& c) {
   c.members_skipped_too_large = 0;
   c.events_array_seen = false;
   c.last = false;
-  // Room for the carried text and at least as much new text again: an event longer than a chunk
-  // grows the next one, and a chunk grown once shrinks back when its event has passed.
+  // Room for the carried text and at least as much new text again (an event longer than a chunk
+  // grows the next one; a chunk grown once shrinks back when its event has passed). The allocation
+  // grows geometrically, but a chunk carrying a long event is filled with one chunk_bytes_ of new
+  // text only: the memory touched stays the event so far plus a chunk, per chunk in flight.
   const size_t want = std::max(chunk_bytes_, 2 * (1 + carry_.size()));
   if (c.capacity < want || c.capacity > 4 * want) {
     c.data.reset(new char[want + kPaddingBytes]);  // not zero-filled: every byte read is written first
@@ -50,7 +52,7 @@ void ChunkProducer::produce(TextChunk& c) {
   // The carried text starts with the event in progress (close_chunk keeps events from there).
   if (carry_open_ && open_is_events_) scanner_.set_event_start(1);
   const size_t scan_from = c.size;
-  fill(c);
+  fill(c, std::min(c.capacity, c.size + chunk_bytes_));
   text_offset_ += c.size - scan_from;
   c.expected_text_bytes = source_.expected_bytes();
   scan(c, scan_from);
@@ -62,10 +64,10 @@ void ChunkProducer::produce(TextChunk& c) {
   close_chunk(c);
 }
 
-// Reads until the chunk is full or the text ends (pipes deliver in small reads).
-void ChunkProducer::fill(TextChunk& c) {
-  while (c.size < c.capacity) {
-    const size_t got = source_.read(c.data.get() + c.size, c.capacity - c.size);
+// Reads until the chunk holds `until` bytes or the text ends (pipes deliver in small reads).
+void ChunkProducer::fill(TextChunk& c, size_t until) {
+  while (c.size < until) {
+    const size_t got = source_.read(c.data.get() + c.size, until - c.size);
     if (got == 0) {
       c.last = true;
       return;

@@ -66,7 +66,7 @@ class ChunkProducer {
   bool done() const { return done_; }
 
  private:
-  void fill(TextChunk& chunk);
+  void fill(TextChunk& chunk, size_t until);
   void scan(TextChunk& chunk, size_t from);
   void push_events(TextChunk& chunk, size_t begin, size_t end, bool array_ends);
   void close_chunk(TextChunk& chunk);

@@ -42,8 +42,8 @@ struct ImportLimits {
   uint64_t max_text_bytes = uint64_t{64} << 30;
   // The largest single traceEvents element (or top-level member) kept. A larger one is scanned to
   // its end without being kept and counted ("event_too_large"): one huge string cannot make
-  // memory grow. Kineto's largest events (ops with call stacks) are a few KiB.
-  size_t max_record_bytes = size_t{64} << 20;
+  // memory grow past a few times this. Kineto's largest events (ops with call stacks) are KiBs.
+  size_t max_record_bytes = size_t{16} << 20;
 };
 
 // A file's whole text, gunzipped when it starts with gzip's magic bytes ("-" = standard input).
