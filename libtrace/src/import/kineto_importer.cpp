@@ -96,7 +96,7 @@ error_code read_member(TopKey key, od::value& v, Trace& trace) {
 // Parses the pieces of each chunk: a piece is framed as a JSON array in place (trace_chunks.h).
 class ChunkParser {
  public:
-  ChunkParser(Trace& trace, const std::string& name) : trace_(trace), name_(name) {}
+  ChunkParser(Trace& trace, const std::string& name) : trace_(trace), name_(name), context_(trace, events_) {}
 
   void parse(const TextChunk& chunk) {
     saw_events_ = saw_events_ || chunk.events_array_seen;
@@ -124,7 +124,7 @@ class ChunkParser {
       od::value v;
       SW_JSON_TRY(std::move(element).get(v));
       if (piece.kind == TextPiece::Kind::kEvents) {
-        SW_JSON_TRY(read_event(v, trace_, events_));
+        SW_JSON_TRY(read_event(v, context_));
       } else {
         SW_JSON_TRY(read_member(piece.key, v, trace_));
       }
@@ -148,6 +148,7 @@ class ChunkParser {
   Trace& trace_;
   const std::string& name_;
   EventCollector events_;
+  EventContext context_;
   od::parser parser_;
   od::document doc_;
   bool iterating_ = false;  // doc_ belongs to the piece being parsed (stage 1 succeeded)

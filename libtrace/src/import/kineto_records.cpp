@@ -1,6 +1,8 @@
 #include "import/kineto_records.h"
 
+#include <algorithm>
 #include <array>
+#include <cstring>
 #include <limits>
 #include <optional>
 #include <utility>
@@ -182,11 +184,29 @@ EventKind event_kind_of(Category c) {
   }
 }
 
-void fill_event(Event& e, const KinetoRecord& r) {
+// Decided once per distinct name: a trace repeats a few thousand names millions of times.
+// (Names past the name table's cap share its overflow id: those are classified each time.)
+CollectiveType collective_of(EventContext& c, NameId id, std::string_view name) {
+  if (id == c.overflow_name) return classify_collective(name);
+  if (id >= c.collective_by_name.size()) c.collective_by_name.resize(id + 1, EventContext::kUnclassified);
+  uint8_t& v = c.collective_by_name[id];
+  if (v == EventContext::kUnclassified) v = static_cast<uint8_t>(classify_collective(name));
+  return static_cast<CollectiveType>(v);
+}
+
+ApiClass api_class_of(EventContext& c, NameId id, std::string_view name) {
+  if (id == c.overflow_name) return classify_api(name);
+  if (id >= c.api_class_by_name.size()) c.api_class_by_name.resize(id + 1, EventContext::kUnclassified);
+  uint8_t& v = c.api_class_by_name[id];
+  if (v == EventContext::kUnclassified) v = static_cast<uint8_t>(classify_api(name));
+  return static_cast<ApiClass>(v);
+}
+
+void fill_event(Event& e, const KinetoRecord& r, EventContext& c) {
   switch (r.category) {
     case Category::kKernel:
       place_on_gpu(e, r);
-      e.collective = classify_collective(r.name);
+      e.collective = collective_of(c, e.name, r.name);
       break;
     case Category::kMemcpy:
       fill_copy(e, r);
@@ -198,7 +218,7 @@ void fill_event(Event& e, const KinetoRecord& r) {
     case Category::kApiCall:
       e.thread = thread_of(r.tid);
       e.correlation = to_count(r.args.correlation);
-      e.detail = static_cast<uint8_t>(classify_api(r.name));
+      e.detail = static_cast<uint8_t>(api_class_of(c, e.name, r.name));
       break;
     case Category::kSync:
       fill_sync(e, r);
@@ -219,7 +239,26 @@ void fill_event(Event& e, const KinetoRecord& r) {
   }
 }
 
-void add_record(Trace& trace, EventCollector& events, const KinetoRecord& r) {
+// The interned id of a name, through a small cache of recent names (direct-mapped on the name's
+// length and first and last bytes) that saves the name table's lock and full-string hash.
+NameId intern(EventContext& c, std::string_view name) {
+  uint64_t head = 0;
+  uint64_t tail = 0;
+  const size_t n = std::min<size_t>(name.size(), 8);
+  if (n > 0) {
+    std::memcpy(&head, name.data(), n);
+    std::memcpy(&tail, name.data() + name.size() - n, n);
+  }
+  const uint64_t h = (head * 0x9E3779B97F4A7C15ull) ^ (tail * 0xC2B2AE3D27D4EB4Full) ^ name.size();
+  auto& slot = c.recent_names[(h >> 40) % c.recent_names.size()];
+  if (slot.id != EventContext::kNoCachedName && slot.text == name) return slot.id;
+  slot.id = c.trace.names.intern(name);
+  slot.text = c.trace.names.view(slot.id);
+  return slot.id;
+}
+
+void add_record(EventContext& c, const KinetoRecord& r) {
+  Trace& trace = c.trace;
   if (r.category == Category::kUnknown || r.category == Category::kIgnored) return;
   // Other phases (metadata, flows, instants) are not records of ours; a record of a category we
   // import whose phase is missing or not a string is one we cannot use.
@@ -239,16 +278,71 @@ void add_record(Trace& trace, EventCollector& events, const KinetoRecord& r) {
   if (const TimeDomainError err = check_time_domain(*start_ns, end_ns); err != TimeDomainError::kNone) {
     return trace.skip(to_string(err));
   }
-  Event& e = events.add();
+  Event& e = c.events.add();
   e.kind = event_kind_of(r.category);
-  e.name = trace.names.intern(r.name);
+  e.name = intern(c, r.name);
   e.start_ns = *start_ns;
   e.end_ns = end_ns;
-  fill_event(e, r);
+  fill_event(e, r, c);
 }
 
 // ---------------------------------------------------------------------------------------------
 // JSON walking (simdjson On-Demand: one forward pass, unread values are skipped, not parsed).
+
+// Which field a key names, from its raw text (simdjson's raw_json_string points just past the
+// opening quote; the key ends at the next quote). A switch on the first character and a compare
+// of a few bytes: comparing every key against every field name was a tenth of the import's time.
+// Escaped keys are not recognized (as with simdjson's own comparison).
+enum class Field : uint8_t { kOther, kPh, kCat, kName, kTs, kDur, kPid, kTid, kArgs };
+enum class ArgField : uint8_t { kOther, kDevice, kStream, kCorrelation, kBytes, kValue, kKind, kSyncKind };
+
+template <size_t N>
+bool key_is(const char* raw, const char (&name)[N]) {
+  for (size_t i = 0; i + 1 < N; ++i) {
+    if (raw[i] != name[i]) return false;  // stops at the closing quote at the latest
+  }
+  return raw[N - 1] == '"';
+}
+
+Field field_of(const char* k) {
+  switch (k[0]) {
+    case 'p': return key_is(k, "ph") ? Field::kPh : key_is(k, "pid") ? Field::kPid : Field::kOther;
+    case 'c': return key_is(k, "cat") ? Field::kCat : Field::kOther;
+    case 'n': return key_is(k, "name") ? Field::kName : Field::kOther;
+    case 't': return key_is(k, "ts") ? Field::kTs : key_is(k, "tid") ? Field::kTid : Field::kOther;
+    case 'd': return key_is(k, "dur") ? Field::kDur : Field::kOther;
+    case 'a': return key_is(k, "args") ? Field::kArgs : Field::kOther;
+    default: return Field::kOther;
+  }
+}
+
+ArgField arg_field_of(const char* k) {
+  switch (k[0]) {
+    case 'd': return key_is(k, "device") ? ArgField::kDevice : ArgField::kOther;
+    case 's': return key_is(k, "stream") ? ArgField::kStream : ArgField::kOther;
+    case 'c':
+      return key_is(k, "correlation") ? ArgField::kCorrelation
+             : key_is(k, "cuda_sync_kind") ? ArgField::kSyncKind
+                                            : ArgField::kOther;
+    case 'b': return key_is(k, "bytes") ? ArgField::kBytes : ArgField::kOther;
+    case 'v': return key_is(k, "value") ? ArgField::kValue : ArgField::kOther;
+    case 'k': return key_is(k, "kind") ? ArgField::kKind : ArgField::kOther;
+    default: return ArgField::kOther;
+  }
+}
+
+error_code read_arg(ArgField f, od::value& value, KinetoArgs& args) {
+  switch (f) {
+    case ArgField::kDevice: return read_scalar(value, args.device);
+    case ArgField::kStream: return read_scalar(value, args.stream);
+    case ArgField::kCorrelation: return read_scalar(value, args.correlation);
+    case ArgField::kBytes: return read_scalar(value, args.bytes);
+    case ArgField::kValue: return read_scalar(value, args.value);
+    case ArgField::kKind: return read_string(value, args.copy_kind);
+    case ArgField::kSyncKind: return read_string(value, args.sync_kind);
+    default: return simdjson::SUCCESS;
+  }
+}
 
 error_code read_args(od::value& v, KinetoArgs& args) {
   od::json_type type{};
@@ -259,25 +353,35 @@ error_code read_args(od::value& v, KinetoArgs& args) {
   for (auto field_result : object) {
     od::field field;
     SW_JSON_TRY(std::move(field_result).get(field));
-    const od::raw_json_string key = field.key();
-    od::value& value = field.value();
-    if (key == "device") {
-      SW_JSON_TRY(read_scalar(value, args.device));
-    } else if (key == "stream") {
-      SW_JSON_TRY(read_scalar(value, args.stream));
-    } else if (key == "correlation") {
-      SW_JSON_TRY(read_scalar(value, args.correlation));
-    } else if (key == "bytes") {
-      SW_JSON_TRY(read_scalar(value, args.bytes));
-    } else if (key == "value") {
-      SW_JSON_TRY(read_scalar(value, args.value));
-    } else if (key == "kind") {
-      SW_JSON_TRY(read_string(value, args.copy_kind));
-    } else if (key == "cuda_sync_kind") {
-      SW_JSON_TRY(read_string(value, args.sync_kind));
-    }
+    const ArgField f = arg_field_of(field.key().raw());
+    if (f != ArgField::kOther) SW_JSON_TRY(read_arg(f, field.value(), args));
   }
   return simdjson::SUCCESS;
+}
+
+error_code read_field(Field f, od::value& value, KinetoRecord& r) {
+  switch (f) {
+    case Field::kPh: return read_string(value, r.ph);
+    case Field::kCat: {
+      std::string_view cat;
+      SW_JSON_TRY(read_string(value, cat));
+      r.category = category_of(cat);
+      return simdjson::SUCCESS;
+    }
+    case Field::kName: return read_string(value, r.name);
+    case Field::kTs: return read_scalar(value, r.ts);
+    case Field::kDur: return read_scalar(value, r.dur);
+    case Field::kPid: return read_scalar(value, r.pid);
+    case Field::kTid: return read_scalar(value, r.tid);
+    case Field::kArgs:
+      // Host ranges need nothing from args (shapes, call stacks: often the biggest part of them),
+      // except the NVML samples of stepwatch's own dumps.
+      if (needs_args(r.category) || (r.category == Category::kRange && gpu_metric_of(r.name))) {
+        return read_args(value, r.args);
+      }
+      return simdjson::SUCCESS;
+    default: return simdjson::SUCCESS;
+  }
 }
 
 // Fields come in any order (Kineto writes ph, cat, name first, but metadata events do not).
@@ -285,28 +389,8 @@ error_code read_record(od::object& object, KinetoRecord& r) {
   for (auto field_result : object) {
     od::field field;
     SW_JSON_TRY(std::move(field_result).get(field));
-    const od::raw_json_string key = field.key();
-    od::value& value = field.value();
-    if (key == "ph") {
-      SW_JSON_TRY(read_string(value, r.ph));
-    } else if (key == "cat") {
-      std::string_view cat;
-      SW_JSON_TRY(read_string(value, cat));
-      r.category = category_of(cat);
-    } else if (key == "name") {
-      SW_JSON_TRY(read_string(value, r.name));
-    } else if (key == "ts") {
-      SW_JSON_TRY(read_scalar(value, r.ts));
-    } else if (key == "dur") {
-      SW_JSON_TRY(read_scalar(value, r.dur));
-    } else if (key == "pid") {
-      SW_JSON_TRY(read_scalar(value, r.pid));
-    } else if (key == "tid") {
-      SW_JSON_TRY(read_scalar(value, r.tid));
-    } else if (key == "args" && (needs_args(r.category) ||
-                                 (r.category == Category::kRange && gpu_metric_of(r.name)))) {
-      SW_JSON_TRY(read_args(value, r.args));
-    }
+    const Field f = field_of(field.key().raw());
+    if (f != Field::kOther) SW_JSON_TRY(read_field(f, field.value(), r));
     // Leaving early is safe: the enclosing array iterator skips the rest of the object.
     if (is_skipped(r)) return simdjson::SUCCESS;
   }
@@ -315,7 +399,7 @@ error_code read_record(od::object& object, KinetoRecord& r) {
 
 }  // namespace
 
-error_code read_event(od::value& v, Trace& trace, EventCollector& events) {
+error_code read_event(od::value& v, EventContext& context) {
   od::json_type type{};
   SW_JSON_TRY(v.type().get(type));
   if (type != od::json_type::object) return simdjson::SUCCESS;  // not an event: nothing to keep
@@ -323,7 +407,7 @@ error_code read_event(od::value& v, Trace& trace, EventCollector& events) {
   SW_JSON_TRY(v.get_object().get(object));
   KinetoRecord record;
   SW_JSON_TRY(read_record(object, record));
-  add_record(trace, events, record);
+  add_record(context, record);
   return simdjson::SUCCESS;
 }
 

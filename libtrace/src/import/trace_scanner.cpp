@@ -1,5 +1,6 @@
 #include "import/trace_scanner.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <string_view>
 
@@ -90,65 +91,142 @@ bool TraceScanner::pop(char close) {
   return was_object == (close == '}');
 }
 
+// One structural byte outside strings, at `at`: true when walk() must stop there (a byte at depth 0
+// that ends the value or event, or bad nesting, which sets walk_failed_).
+bool TraceScanner::structural(char c, size_t at, bool events) {
+  switch (kClasses[static_cast<unsigned char>(c)]) {
+    case kOpen:
+      if (push(c)) return false;
+      walk_failed_ = true;
+      error_ = "malformed JSON: nesting deeper than 1024 levels";
+      return true;
+    case kClose:
+      if (depth_ == 0) return true;
+      if (pop(c)) return false;
+      walk_failed_ = true;
+      error_ = "malformed JSON: " + describe_byte(c) + " closes a bracket of the other kind";
+      return true;
+    default:  // kComma
+      if (depth_ != 0) return false;
+      if (!events || report_separator_ || at - event_start_ > max_event_bytes_) return true;  // scan() decides
+      last_separator_ = at;
+      event_start_ = at + 1;
+      return false;
+  }
+}
+
+#if defined(__SSE2__)
+namespace {
+
+// One bit per byte of a 64-byte block, for the bytes the scanner looks at.
+struct BlockMasks {
+  uint64_t quotes = 0;
+  uint64_t backslashes = 0;
+  uint64_t structural = 0;  // { } [ ] ,
+};
+
+BlockMasks block_masks(const char* p) {
+  // '{' '[' are 0x7B 0x5B, '}' ']' are 0x7D 0x5D: with bit 5 set, two compares find all four.
+  const __m128i quote = _mm_set1_epi8('"');
+  const __m128i backslash = _mm_set1_epi8('\\');
+  const __m128i comma = _mm_set1_epi8(',');
+  const __m128i open = _mm_set1_epi8('{');
+  const __m128i close = _mm_set1_epi8('}');
+  const __m128i bit5 = _mm_set1_epi8(0x20);
+  BlockMasks m;
+  for (int k = 0; k < 4; ++k) {
+    const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * k));
+    const __m128i lower = _mm_or_si128(x, bit5);
+    const __m128i brackets = _mm_or_si128(_mm_cmpeq_epi8(lower, open), _mm_cmpeq_epi8(lower, close));
+    const auto bits = [k](__m128i v) {
+      return static_cast<uint64_t>(static_cast<uint32_t>(_mm_movemask_epi8(v))) << (16 * k);
+    };
+    m.quotes |= bits(_mm_cmpeq_epi8(x, quote));
+    m.backslashes |= bits(_mm_cmpeq_epi8(x, backslash));
+    m.structural |= bits(_mm_or_si128(brackets, _mm_cmpeq_epi8(x, comma)));
+  }
+  return m;
+}
+
+// Bit i set when an odd number of bits at or below i are set in `x`: with x the quotes of a block,
+// the bytes inside strings (opening quote included, closing quote not).
+uint64_t prefix_xor(uint64_t x) {
+  x ^= x << 1;
+  x ^= x << 2;
+  x ^= x << 4;
+  x ^= x << 8;
+  x ^= x << 16;
+  x ^= x << 32;
+  return x;
+}
+
+}  // namespace
+
+// 64 bytes at once, as simdjson's first stage does: masks of quotes and structural bytes, the
+// in-string mask by prefix XOR of the quotes, then only the structural bytes outside strings are
+// visited. A block holding a backslash returns false untouched: escapes take the byte loop.
+// Returns true when the block was consumed, with `stop` = 64 unless it stopped at a byte.
+bool TraceScanner::walk_block(const char* p, bool events, size_t base, size_t& stop) {
+  const BlockMasks m = block_masks(p);
+  if (m.backslashes != 0) return false;
+  const uint64_t inside = prefix_xor(m.quotes) ^ (in_string_ ? ~uint64_t{0} : 0);
+  uint64_t marks = m.structural & ~inside;
+  const bool ends_inside = (inside >> 63) != 0;
+  while (marks != 0) {
+    const int b = __builtin_ctzll(marks);
+    marks &= marks - 1;
+    if (structural(p[b], base + static_cast<size_t>(b), events)) {
+      in_string_ = false;  // a structural byte is outside any string
+      stop = static_cast<size_t>(b);
+      return true;
+    }
+  }
+  in_string_ = ends_inside;
+  stop = 64;
+  return true;
+}
+#endif
+
 // Nested content: strings and brackets, until a byte at depth 0 that ends the value or event
 // (',' or a closing bracket), whose index it returns; `to` when the piece ends first. Commas
 // between events are noted on the way. Sets walk_failed_ (and error_) on bad nesting.
 size_t TraceScanner::walk(const char* data, size_t i, size_t to) {
   const bool events = state_ == State::kEvents;
   for (;;) {
-    if (in_string_) {
-      if (escape_) {
-        if (i == to) return to;
-        ++i;
-        escape_ = false;
-      }
-      i = find_quote_or_backslash(data, i, to);
-      if (i == to) return to;
-      if (data[i] == '\\') {
-        escape_ = true;
+#if defined(__SSE2__)
+    size_t stop = 0;
+    if (!escape_ && i + 64 <= to && walk_block(data + i, events, i, stop)) {
+      if (stop < 64) return i + stop;
+      i += 64;
+      continue;
+    }
+#endif
+    // A byte at a time up to the next block (or the end): escapes, and the piece's tail.
+    const size_t limit = std::min(to, i + 64);
+    while (i < limit) {
+      if (in_string_) {
+        if (escape_) {
+          ++i;
+          escape_ = false;
+          continue;
+        }
+        i = find_quote_or_backslash(data, i, limit);
+        if (i == limit) break;
+        if (data[i] == '\\') escape_ = true;
+        else in_string_ = false;
         ++i;
         continue;
       }
-      in_string_ = false;
-      ++i;
-      continue;
-    }
-    while (i < to && kClasses[static_cast<unsigned char>(data[i])] == kPlain) ++i;
-    if (i == to) return to;
-    const char c = data[i];
-    switch (kClasses[static_cast<unsigned char>(c)]) {
-      case kQuote:
+      const char c = data[i];
+      const uint8_t cls = kClasses[static_cast<unsigned char>(c)];
+      if (cls == kQuote) {
         in_string_ = true;
-        ++i;
-        break;
-      case kOpen:
-        if (!push(c)) {
-          walk_failed_ = true;
-          error_ = "malformed JSON: nesting deeper than 1024 levels";
-          return i;
-        }
-        ++i;
-        break;
-      case kClose:
-        if (depth_ == 0) return i;
-        if (!pop(c)) {
-          walk_failed_ = true;
-          error_ = "malformed JSON: " + describe_byte(c) + " closes a bracket of the other kind";
-          return i;
-        }
-        ++i;
-        break;
-      default:  // kComma
-        if (depth_ != 0) {
-          ++i;
-          break;
-        }
-        if (!events || report_separator_ || i - event_start_ > max_event_bytes_) return i;  // scan() decides
-        last_separator_ = i;
-        event_start_ = i + 1;
-        ++i;
-        break;
+      } else if (cls != kPlain && structural(c, i, events)) {
+        return i;
+      }
+      ++i;
     }
+    if (i >= to) return to;
   }
 }
 

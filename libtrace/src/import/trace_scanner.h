@@ -90,6 +90,8 @@ class TraceScanner {
 
   Result scan_grammar(const char* data, size_t i, size_t to);
   size_t walk(const char* data, size_t i, size_t to);
+  bool walk_block(const char* block, bool events, size_t base, size_t& stop);
+  bool structural(char c, size_t at, bool events);
   size_t scan_key(const char* data, size_t i, size_t to, bool& closed);
   Result fail(size_t at, std::string why);
   bool push(char open);
