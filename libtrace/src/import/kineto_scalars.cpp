@@ -95,9 +95,6 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
-
-
-
 // Integers, hex ("0x7f": HIP streams and pointers) and floats, rounded ("3.0" is 3).
 std::optional<int64_t> parse_integer(std::string_view text) {
   text = trim(text);
@@ -114,10 +111,6 @@ std::optional<int64_t> parse_integer(std::string_view text) {
   return d ? round_to_int64(*d) : std::nullopt;
 }
 
-
-
-
-
 std::optional<int64_t> to_time_ns(const Scalar& s) {
   const std::string_view text = trim(s.text);
   if (text.empty()) return std::nullopt;
@@ -130,7 +123,6 @@ uint64_t to_count(const Scalar& s) {
   const std::optional<int64_t> v = to_int(s);
   return v && *v > 0 ? static_cast<uint64_t>(*v) : 0;
 }
-
 
 // A host thread id. Non-numeric tids ("PyTorch Profiler (0)") still name one thread consistently;
 // 0 stays reserved for "unknown".
