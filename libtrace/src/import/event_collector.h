@@ -6,8 +6,8 @@
 // rate of events per byte of text, and the text's expected size (a file's size, a gzip size
 // trailer) then sizes the vector once, with a margin: capacity past the events is address space
 // the kernel never backs with memory. When the guess falls short, or the size is unknown (a pipe),
-// further events go into fixed blocks, joined into one exact vector at the end, each block freed
-// as soon as it is copied: the peak stays about one copy of the events.
+// further events go into fixed blocks, joined into one exact vector at the end, each part freed
+// as it is copied: the peak stays about one copy of the events.
 #pragma once
 
 #include <cstdint>
