@@ -8,6 +8,9 @@
 //                                        with the fastest whole-buffer inflater and parser there are
 //   stepwatch-import-floor dom FILE      the same with simdjson's DOM parse (every value built)
 //   stepwatch-import-floor import FILE   stepwatch's importer alone (import_trace_file, no analysis)
+//   stepwatch-import-floor phases FILE   RSS (now / peak) after the import, after the analysis's
+//                                        sort, with its Timeline built, and after analyze_rank:
+//                                        where a whole `stepwatch analyze` spends its memory
 //
 // Prints one line: mode, bytes of text (floor/dom) or events (import), seconds, peak RSS.
 // The floor holds the whole text, so it is limited to 4 GiB (the size trailer, simdjson).
@@ -15,6 +18,7 @@
 #include <simdjson.h>
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -23,6 +27,9 @@
 #include <string>
 #include <string_view>
 
+#include "stepwatch/core/analysis.h"
+#include "stepwatch/core/timeline.h"
+#include "stepwatch/detectors/registry.h"
 #include "stepwatch/import/trace_file.h"
 
 namespace {
@@ -96,17 +103,49 @@ size_t visit_events(const Text& t) {
   return keys;
 }
 
+double rss_now_mib() {
+  std::ifstream statm("/proc/self/statm");
+  long pages = 0, resident = 0;
+  statm >> pages >> resident;
+  return static_cast<double>(resident) * 4096.0 / double(1 << 20);
+}
+
+void phases(const char* path) {
+  const auto report = [](const char* what) { std::printf("%-26s now %7.1f MiB, peak %7.1f MiB\n", what, rss_now_mib(), peak_rss_mib()); };
+  stepwatch::Trace trace = stepwatch::import_trace_file(path);
+  std::printf("%zu events (%.1f MiB of Event)\n", trace.events.size(),
+              static_cast<double>(trace.events.size() * sizeof(stepwatch::Event)) / double(1 << 20));
+  report("after the import");
+  // analyze_rank's first step, as it does it (it sorts again below: already sorted, same buffer).
+  std::stable_sort(trace.events.begin(), trace.events.end(),
+                   [](const stepwatch::Event& a, const stepwatch::Event& b) { return a.start_ns < b.start_ns; });
+  report("after its stable_sort");
+  const stepwatch::AnalysisConfig config;
+  {
+    const stepwatch::Timeline timeline(trace.events, trace.names, config);
+    report("with the Timeline");
+  }
+  auto detectors = stepwatch::make_detectors(config);
+  const stepwatch::RankResult result = stepwatch::analyze_rank(trace, 0, config, detectors);
+  std::printf("%zu steps\n", result.steps.size());
+  report("after analyze_rank");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc != 3) {
-    std::fprintf(stderr, "usage: stepwatch-import-floor floor|dom|import FILE\n");
+    std::fprintf(stderr, "usage: stepwatch-import-floor floor|dom|import|phases FILE\n");
     return 2;
   }
   const std::string_view mode = argv[1];
   const auto start = std::chrono::steady_clock::now();
   try {
     size_t count = 0;
+    if (mode == "phases") {
+      phases(argv[2]);
+      return 0;
+    }
     if (mode == "import") {
       count = stepwatch::import_trace_file(argv[2]).events.size();
     } else {

@@ -155,11 +155,12 @@ class ChunkParser {
   bool saw_events_ = false;
 };
 
-Trace import_text(TextSource& text, InputFile* input, const std::string& name, const ImportLimits& limits) {
+Trace import_text(TextSource& text, InputFile* input, const std::string& name, const ImportLimits& limits,
+                  size_t chunk_bytes = ChunkProducer::kChunkBytes) {
   Trace trace;
   trace.source = name;
   trace.format = "kineto";
-  ChunkProducer producer(text, name, limits.max_record_bytes);
+  ChunkProducer producer(text, name, limits.max_record_bytes, chunk_bytes);
   ChunkParser parser(trace, name);
   {
     // A file is read (and inflated, and scanned) on its own thread while this one parses; text
@@ -182,6 +183,11 @@ Trace import_text(TextSource& text, InputFile* input, const std::string& name, c
 Trace import_kineto_input(InputFile& input, const ImportLimits& limits) {
   const std::unique_ptr<TextSource> text = open_text(input, limits.max_text_bytes);
   return import_text(*text, &input, input.name(), limits);
+}
+
+Trace import_kineto_json_in_chunks(std::string_view json, const std::string& source, size_t chunk_bytes) {
+  const std::unique_ptr<TextSource> text = memory_text(json, source, ImportLimits{}.max_text_bytes);
+  return import_text(*text, nullptr, source, ImportLimits{}, chunk_bytes);
 }
 
 }  // namespace import_detail
