@@ -122,7 +122,8 @@ namespace {
 struct BlockMasks {
   uint64_t quotes = 0;
   uint64_t backslashes = 0;
-  uint64_t structural = 0;  // { } [ ] ,
+  uint64_t brackets = 0;  // { } [ ]
+  uint64_t commas = 0;
 };
 
 BlockMasks block_masks(const char* p) {
@@ -143,7 +144,8 @@ BlockMasks block_masks(const char* p) {
     };
     m.quotes |= bits(_mm_cmpeq_epi8(x, quote));
     m.backslashes |= bits(_mm_cmpeq_epi8(x, backslash));
-    m.structural |= bits(_mm_or_si128(brackets, _mm_cmpeq_epi8(x, comma)));
+    m.brackets |= bits(brackets);
+    m.commas |= bits(_mm_cmpeq_epi8(x, comma));
   }
   return m;
 }
@@ -160,6 +162,13 @@ uint64_t prefix_xor(uint64_t x) {
   return x;
 }
 
+// The bits from `begin` (inclusive) to `end` (exclusive), 0 <= begin <= end <= 64.
+uint64_t bit_range(unsigned begin, unsigned end) {
+  const uint64_t below_end = end >= 64 ? ~uint64_t{0} : (uint64_t{1} << end) - 1;
+  const uint64_t below_begin = begin >= 64 ? ~uint64_t{0} : (uint64_t{1} << begin) - 1;
+  return below_end & ~below_begin;
+}
+
 }  // namespace
 
 // 64 bytes at once, as simdjson's first stage does: masks of quotes and structural bytes, the
@@ -170,18 +179,36 @@ bool TraceScanner::walk_block(const char* p, bool events, size_t base, size_t& s
   const BlockMasks m = block_masks(p);
   if (m.backslashes != 0) return false;
   const uint64_t inside = prefix_xor(m.quotes) ^ (in_string_ ? ~uint64_t{0} : 0);
-  uint64_t marks = m.structural & ~inside;
-  const bool ends_inside = (inside >> 63) != 0;
-  while (marks != 0) {
-    const int b = __builtin_ctzll(marks);
-    marks &= marks - 1;
-    if (structural(p[b], base + static_cast<size_t>(b), events)) {
-      in_string_ = false;  // a structural byte is outside any string
-      stop = static_cast<size_t>(b);
-      return true;
+  const uint64_t commas = m.commas & ~inside;
+  // Between two brackets the depth does not change, and commas matter only at depth 0 (most are
+  // inside events): visit the brackets, and the commas of the stretches that lie at depth 0.
+  const auto stops_at_comma = [&](unsigned from, unsigned to_bit) {
+    if (depth_ != 0) return false;
+    for (uint64_t c = commas & bit_range(from, to_bit); c != 0; c &= c - 1) {
+      const auto b = static_cast<unsigned>(__builtin_ctzll(c));
+      if (structural(',', base + b, events)) {
+        stop = b;
+        return true;
+      }
     }
+    return false;
+  };
+  unsigned from = 0;
+  bool stopped = false;
+  for (uint64_t brackets = m.brackets & ~inside; brackets != 0 && !stopped; brackets &= brackets - 1) {
+    const auto b = static_cast<unsigned>(__builtin_ctzll(brackets));
+    stopped = stops_at_comma(from, b);
+    if (!stopped && structural(p[b], base + b, events)) {
+      stop = b;
+      stopped = true;
+    }
+    from = b + 1;
   }
-  in_string_ = ends_inside;
+  if (stopped || stops_at_comma(from, 64)) {
+    in_string_ = false;  // a structural byte is outside any string
+    return true;
+  }
+  in_string_ = (inside >> 63) != 0;
   stop = 64;
   return true;
 }
