@@ -6,6 +6,8 @@
 #   bench/compare_hta.sh [REPS]          (default 3; build/ must hold a Release-like build with
 #                                         the bench tools: cmake --build build --target
 #                                         stepwatch_cli stepwatch_import_floor)
+#   NICE=-10 bench/compare_hta.sh 5      all three at a higher priority, alike: on a machine shared
+#                                         with other work (needs root), what a quiet machine gives
 #
 # The same work on both sides: `stepwatch analyze -q --json /dev/null TRACE` (import, steps,
 # breakdown, overlap, detectors) against bench/hta_same_work.py (HTA's TraceAnalysis load,
@@ -37,17 +39,18 @@ if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "import hta" 2>/dev/nu
 fi
 hta_version=$("$venv/bin/python" -c "import importlib.metadata as m; print(m.version('HolisticTraceAnalysis'))")
 
+nice_level=${NICE:-0}
 # Wall seconds of one run of "$@" (output discarded); "fail" when it exits non-zero.
 wall() {
   local t0=$EPOCHREALTIME
-  if ! "$@" >/dev/null 2>&1; then echo fail; return; fi
+  if ! nice -n "$nice_level" "$@" >/dev/null 2>&1; then echo fail; return; fi
   local t1=$EPOCHREALTIME
   awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.4f", b - a }'
 }
 median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "fail"; else print v[int((NR + 1) / 2)] }'; }
 
 echo "stepwatch $("$cli" --version | awk '{print $2}') vs HolisticTraceAnalysis $hta_version; $reps interleaved runs each, medians;" \
-     "$(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+     "$(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg), nice $nice_level"
 printf '%-58s %8s %9s %9s %8s %9s %8s %s\n' trace JSON_MB stepwatch HTA ratio floor vs_floor verdict
 while IFS= read -r f; do
   json_mb=$(gzip -dc "$f" | wc -c | awk '{ printf "%.1f", $1 / 1e6 }')

@@ -163,14 +163,16 @@ void add_analyze_options(CLI::App& cmd, AnalyzeOptions& o) {
                  "MiB of JSON instead of holding it")->default_val(16)->check(CLI::PositiveNumber);
 }
 
-int run_analyze(const AnalyzeOptions& o) {
-  AnalysisConfig config;
+namespace {
+
+// The analysis configuration from the options; false (after one error line) on a bad value.
+bool read_config(const AnalyzeOptions& o, AnalysisConfig& config) {
   try {
     if (!o.step_pattern.empty()) config.step_pattern = validate_pattern(o.step_pattern, "--step-pattern");
     if (!o.data_pattern.empty()) config.data_pattern = validate_pattern(o.data_pattern, "--data-pattern");
   } catch (const CLI::ValidationError& e) {
     std::cerr << "stepwatch: error: " << e.what() << '\n';
-    return 2;
+    return false;
   }
   if (o.min_pct >= 0) config.default_thresholds.min_pct = o.min_pct;
   if (o.min_ms >= 0) config.default_thresholds.min_ms = o.min_ms;
@@ -179,10 +181,18 @@ int run_analyze(const AnalyzeOptions& o) {
     const auto known = registered_detectors();
     if (std::none_of(known.begin(), known.end(), [&](const DetectorInfo& d) { return d.id == id; })) {
       std::cerr << "stepwatch: error: --disable " << id << ": unknown detector (see `stepwatch detectors`)\n";
-      return 2;
+      return false;
     }
     config.enabled[id] = false;
   }
+  return true;
+}
+
+}  // namespace
+
+int run_analyze(const AnalyzeOptions& o) {
+  AnalysisConfig config;
+  if (!read_config(o, config)) return 2;
 
   std::ofstream json_file;
   std::ostream* json_out = nullptr;
