@@ -217,7 +217,8 @@ class GzipSource final : public CappedSource {
 bool GzipSource::fill(size_t k) {
   while (available_ < k) {
     if (input_ended_) return false;
-    std::memmove(buffer_.data(), next_, available_);
+    // next_ is null before the first read; memmove's source must not be, even for 0 bytes.
+    if (available_ > 0) std::memmove(buffer_.data(), next_, available_);
     next_ = buffer_.data();
     const size_t got = in_.read(reinterpret_cast<char*>(buffer_.data()) + available_, buffer_.size() - available_);
     if (got == 0) {
