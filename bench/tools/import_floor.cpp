@@ -20,6 +20,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <malloc.h>
+
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -117,13 +119,15 @@ void phases(const char* path) {
               static_cast<double>(trace.events.size() * sizeof(stepwatch::Event)) / double(1 << 20));
   report("after the import");
   // analyze_rank's first step, as it does it (it sorts again below: already sorted, same buffer).
-  std::stable_sort(trace.events.begin(), trace.events.end(),
-                   [](const stepwatch::Event& a, const stepwatch::Event& b) { return a.start_ns < b.start_ns; });
-  report("after its stable_sort");
+  stepwatch::sort_by_start(trace.events);
+  report("after its sort");
   const stepwatch::AnalysisConfig config;
   {
     const stepwatch::Timeline timeline(trace.events, trace.names, config);
     report("with the Timeline");
+    const struct mallinfo2 mi = mallinfo2();
+    std::printf("%-26s heap in use %.1f MiB, mapped %.1f MiB\n", "", double(mi.uordblks) / double(1 << 20),
+                double(mi.hblkhd) / double(1 << 20));
   }
   auto detectors = stepwatch::make_detectors(config);
   const stepwatch::RankResult result = stepwatch::analyze_rank(trace, 0, config, std::move(detectors));

@@ -90,7 +90,7 @@ RankOutcome analyze_file(const std::string& path, size_t index, const AnalysisCo
     Trace trace = import_trace_file(path, limits);
     const int rank = trace.rank >= 0 ? trace.rank : static_cast<int>(index);
     auto detectors = make_detectors(config);
-    out.result = analyze_rank(trace, rank, config, std::move(detectors));
+    out.result = analyze_rank(trace, rank, config, std::move(detectors), StepDetail::kWithoutGaps);
     if (merge) out.collectives = collect_collectives(trace, *out.result);
     out.skipped = std::move(trace.skipped);
   } catch (const std::exception& e) {

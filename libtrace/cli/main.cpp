@@ -4,6 +4,8 @@
 //   stepwatch run [--output-dir D] -- CMD...  run a training command with stepwatch injected
 #include <CLI/CLI.hpp>
 
+#include <malloc.h>
+
 #include <cstdio>
 #include <iostream>
 
@@ -12,6 +14,11 @@
 #include "stepwatch/detectors/registry.h"
 
 int main(int argc, char** argv) {
+  // Large buffers (event vectors, the Timeline's indexes, its temporaries) always mapped, so that
+  // freeing one returns its memory: glibc otherwise raises its mmap threshold after the first big
+  // free and serves the next from the heap, which keeps freed temporaries resident (the CLI only:
+  // the injected library never touches the host's allocator settings).
+  mallopt(M_MMAP_THRESHOLD, 1 << 20);
   CLI::App app{"stepwatch — finds the faults that waste GPU training steps"};
   app.set_version_flag("--version", std::string("stepwatch ") + STEPWATCH_VERSION);
   app.require_subcommand(1);

@@ -7,10 +7,40 @@
 
 namespace stepwatch {
 
+void sort_by_start(std::vector<Event>& events) {
+  const auto by_start = [](const Event& a, const Event& b) { return a.start_ns < b.start_ns; };
+  if (std::is_sorted(events.begin(), events.end(), by_start)) return;
+  // (start, original position): distinct keys, so an unstable sort of them is a stable sort of
+  // the events.
+  std::vector<std::pair<int64_t, uint32_t>> keys(events.size());
+  for (size_t i = 0; i < events.size(); ++i) keys[i] = {events[i].start_ns, static_cast<uint32_t>(i)};
+  if (events.size() > UINT32_MAX) {
+    std::stable_sort(events.begin(), events.end(), by_start);  // positions would not fit: the plain way
+    return;
+  }
+  std::sort(keys.begin(), keys.end());
+  // keys[i].second is the event that belongs at i: follow each cycle once.
+  std::vector<bool> placed(events.size(), false);
+  for (size_t i = 0; i < events.size(); ++i) {
+    if (placed[i] || keys[i].second == i) continue;
+    Event held = events[i];
+    size_t at = i;
+    for (;;) {
+      placed[at] = true;
+      const size_t from = keys[at].second;
+      if (from == i) {
+        events[at] = held;
+        break;
+      }
+      events[at] = events[from];
+      at = from;
+    }
+  }
+}
+
 RankResult analyze_rank(Trace& trace, int rank, const AnalysisConfig& config,
-                        std::vector<std::unique_ptr<Detector>> detectors) {
-  std::stable_sort(trace.events.begin(), trace.events.end(),
-                   [](const Event& a, const Event& b) { return a.start_ns < b.start_ns; });
+                        std::vector<std::unique_ptr<Detector>> detectors, StepDetail detail) {
+  sort_by_start(trace.events);
   PipelineOptions options;
   options.analysis = config;
   options.rank = rank;
@@ -18,6 +48,7 @@ RankResult analyze_rank(Trace& trace, int rank, const AnalysisConfig& config,
   options.keep_windows = true;
   options.retain_all = true;
   CollectingReporter reporter;
+  reporter.keep_gaps = detail == StepDetail::kFull;
   StepPipeline pipeline(options, trace.names, reporter, std::move(detectors));
   LossSnapshot skipped;
   for (const auto& [reason, n] : trace.skipped) skipped.add_records(reason, n);

@@ -10,7 +10,22 @@ IntervalSet IntervalSet::from_unsorted(std::vector<Interval> intervals) {
   if (!std::is_sorted(intervals.begin(), intervals.end(), by_start)) {
     std::sort(intervals.begin(), intervals.end(), by_start);
   }
-  return from_sorted(intervals);
+  // Merged in place: the given storage becomes the set's (no second buffer of the same size;
+  // offline these are the whole trace's kernels and launches).
+  size_t kept = 0;
+  for (const Interval& iv : intervals) {
+    if (iv.end <= iv.start) continue;
+    if (kept > 0 && iv.start <= intervals[kept - 1].end) {
+      intervals[kept - 1].end = std::max(intervals[kept - 1].end, iv.end);
+    } else {
+      intervals[kept++] = iv;
+    }
+  }
+  intervals.resize(kept);
+  IntervalSet set;
+  set.parts_ = std::move(intervals);
+  set.rebuild_prefix();
+  return set;
 }
 
 IntervalSet IntervalSet::from_sorted(std::span<const Interval> sorted) {

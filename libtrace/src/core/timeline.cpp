@@ -32,7 +32,25 @@ Timeline::Timeline(std::span<const Event> events, const NameTable& names, const 
   std::vector<Interval> compute, comm, copy, data, gc;
   std::unordered_map<uint32_t, std::vector<Interval>> os_waits;
   std::unordered_map<uint32_t, std::vector<Interval>> all_to_all_ranges;
-  api_by_correlation_.reserve(events.size() / 2);
+  {
+    // Exact sizes first: an index grown by doubling holds up to twice its entries, and offline
+    // the Timeline is the largest structure after the events themselves.
+    size_t n_compute = 0, n_comm = 0, n_copy = 0, n_api = 0, n_alloc = 0;
+    for (const Event& e : events) {
+      n_compute += e.is_compute_kernel();
+      n_comm += e.is_comm_kernel();
+      n_copy += e.kind == EventKind::kMemcpy || e.kind == EventKind::kMemset;
+      n_api += e.kind == EventKind::kApiCall;
+      n_alloc += e.kind == EventKind::kAllocation;
+    }
+    compute.reserve(n_compute);
+    comm.reserve(n_comm);
+    copy.reserve(n_copy);
+    gpu_by_start_.reserve(n_compute + n_comm + n_copy);
+    api_by_start_.reserve(n_api);
+    api_by_correlation_.reserve(n_api);
+    alloc_by_start_.reserve(n_alloc);
+  }
   const std::regex data_pattern(config.data_pattern, std::regex::ECMAScript | std::regex::optimize);
   std::unordered_map<NameId, bool> data_match;
 
@@ -44,7 +62,7 @@ Timeline::Timeline(std::span<const Event> events, const NameTable& names, const 
         gpu_by_start_.push_back(i);
         break;
       case EventKind::kMemcpy:
-        if (e.correlation != 0) copy_by_correlation_.emplace_back(e.correlation, i);
+        if (e.correlation != 0) copy_by_correlation_.push_back(i);
         [[fallthrough]];
       case EventKind::kMemset:
         copy.push_back({e.start_ns, e.end_ns});
@@ -52,7 +70,7 @@ Timeline::Timeline(std::span<const Event> events, const NameTable& names, const 
         break;
       case EventKind::kApiCall:
         api_by_start_.push_back(i);
-        if (e.correlation != 0) api_by_correlation_.emplace_back(e.correlation, i);
+        if (e.correlation != 0) api_by_correlation_.push_back(i);
         break;
       case EventKind::kRange: {
         if (e.has_flag(event_flags::kOnDevice)) break;
@@ -86,8 +104,10 @@ Timeline::Timeline(std::span<const Event> events, const NameTable& names, const 
   }
   // Older nsys exports write two runtime rows per call with one correlation id: ordered by
   // (correlation, start), the first entry of a correlation is the outer call that stands for it.
-  auto by_correlation = [&](const std::pair<uint64_t, uint32_t>& a, const std::pair<uint64_t, uint32_t>& b) {
-    return a.first != b.first ? a.first < b.first : events[a.second].start_ns < events[b.second].start_ns;
+  auto by_correlation = [&](uint32_t a, uint32_t b) {
+    const Event& x = events[a];
+    const Event& y = events[b];
+    return x.correlation != y.correlation ? x.correlation < y.correlation : x.start_ns < y.start_ns;
   };
   for (CorrelationIndex* index : {&api_by_correlation_, &copy_by_correlation_}) {
     if (!std::is_sorted(index->begin(), index->end(), by_correlation)) std::sort(index->begin(), index->end(), by_correlation);
@@ -95,7 +115,8 @@ Timeline::Timeline(std::span<const Event> events, const NameTable& names, const 
   compute_ = IntervalSet::from_unsorted(std::move(compute));
   comm_ = IntervalSet::from_unsorted(std::move(comm));
   copy_ = IntervalSet::from_unsorted(std::move(copy));
-  busy_ = compute_.unite(comm_).unite(copy_);
+  busy_is_compute_ = comm_.empty() && copy_.empty();
+  if (!busy_is_compute_) busy_ = compute_.unite(comm_).unite(copy_);
   data_wait_ = IntervalSet::from_unsorted(std::move(data));
   gc_ = IntervalSet::from_unsorted(std::move(gc));
   for (auto& [thread, list] : os_waits) os_waits_by_thread_.emplace(thread, IntervalSet::from_unsorted(std::move(list)));
@@ -119,6 +140,21 @@ Timeline::Timeline(std::span<const Event> events, const NameTable& names, const 
   std::vector<Interval> blocking;
   std::vector<Interval> launch_all;
   std::unordered_map<uint32_t, std::vector<Interval>> launch_by_thread;
+  bool several_launchers = false;
+  {
+    // Exact sizes first (one launch per kernel: these are as large as the kernel sets).
+    std::unordered_map<uint32_t, size_t> per_thread;
+    size_t n_launch = 0;
+    for (uint32_t i : api_by_start_) {
+      if (is_enqueue(events[i].api_class())) {
+        ++n_launch;
+        ++per_thread[events[i].thread];
+      }
+    }
+    several_launchers = per_thread.size() > 1;
+    if (several_launchers) launch_all.reserve(n_launch);
+    for (const auto& [thread, n] : per_thread) launch_by_thread[thread].reserve(n);
+  }
   for (uint32_t i : api_by_start_) {
     const Event& e = events[i];
     if (is_blocking_call(e)) {
@@ -126,7 +162,7 @@ Timeline::Timeline(std::span<const Event> events, const NameTable& names, const 
       blocking_by_start_.push_back(i);
       blocking.push_back({e.start_ns, e.end_ns});
     } else if (is_enqueue(e.api_class())) {
-      launch_all.push_back({e.start_ns, e.end_ns});
+      if (several_launchers) launch_all.push_back({e.start_ns, e.end_ns});
       launch_by_thread[e.thread].push_back({e.start_ns, e.end_ns});
     }
   }
@@ -154,8 +190,8 @@ Timeline::Timeline(std::span<const Event> events, const NameTable& names, const 
     }
   }
   blocking_ = IntervalSet::from_unsorted(std::move(blocking));
-  launch_all_ = IntervalSet::from_sorted(launch_all);  // api_by_start_ order: sorted
-  for (auto& [thread, list] : launch_by_thread) launch_by_thread_.emplace(thread, IntervalSet::from_sorted(list));
+  if (several_launchers) launch_all_ = IntervalSet::from_unsorted(std::move(launch_all));  // sorted already
+  for (auto& [thread, list] : launch_by_thread) launch_by_thread_.emplace(thread, IntervalSet::from_unsorted(std::move(list)));
 
   for (uint32_t i : gpu_by_start_) max_gpu_duration_ns_ = std::max(max_gpu_duration_ns_, events[i].duration_ns());
 }
@@ -163,8 +199,8 @@ Timeline::Timeline(std::span<const Event> events, const NameTable& names, const 
 const Event* Timeline::find_correlated(const CorrelationIndex& index, std::span<const Event> events, uint64_t corr) {
   if (corr == 0) return nullptr;
   auto it = std::lower_bound(index.begin(), index.end(), corr,
-                             [](const std::pair<uint64_t, uint32_t>& p, uint64_t c) { return p.first < c; });
-  return it != index.end() && it->first == corr ? &events[it->second] : nullptr;
+                             [&](uint32_t i, uint64_t c) { return events[i].correlation < c; });
+  return it != index.end() && events[*it].correlation == corr ? &events[*it] : nullptr;
 }
 
 bool Timeline::is_blocking_call(const Event& api) const {

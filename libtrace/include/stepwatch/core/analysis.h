@@ -2,6 +2,7 @@
 // once, its output collected for the text, JSONL and HTML reports and the rank merge.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -25,10 +26,19 @@ struct RankResult {
   RunSummary summary;
 };
 
-// Runs `detectors` over the trace. `trace.events` is sorted in place by start time; NCCL kernels
-// gain the sizes their NCCL ranges carry (nccl_join.h). Records the importer left out
-// (`trace.skipped`) are reported as data loss.
+// What the result keeps of each step. The reports need the breakdown and its tables, not the
+// record of every gap (a launch-bound step has thousands; the detectors have read them already).
+enum class StepDetail : uint8_t { kFull, kWithoutGaps };
+
+// Runs `detectors` over the trace. `trace.events` is sorted in place by start time (stable: equal
+// starts keep their order); NCCL kernels gain the sizes their NCCL ranges carry (nccl_join.h).
+// Records the importer left out (`trace.skipped`) are reported as data loss.
 RankResult analyze_rank(Trace& trace, int rank, const AnalysisConfig& config,
-                        std::vector<std::unique_ptr<Detector>> detectors);
+                        std::vector<std::unique_ptr<Detector>> detectors, StepDetail detail = StepDetail::kFull);
+
+// Sorts by start time, keeping the order of equal starts, with less memory than std::stable_sort
+// (whose buffer is half the events): 16 bytes per event for the keys, then the events moved into
+// place along the permutation's cycles.
+void sort_by_start(std::vector<Event>& events);
 
 }  // namespace stepwatch

@@ -49,6 +49,10 @@ class CollectingReporter final : public Reporter {
   };
   void on_step(const StepView& step, StepStatus status, std::span<const Finding> findings) override {
     steps.push_back({step, status});
+    if (!keep_gaps) {
+      steps.back().view.gaps.clear();
+      steps.back().view.gaps.shrink_to_fit();
+    }
     findings_.insert(findings_.end(), findings.begin(), findings.end());
   }
   void on_run_finding(const Finding& finding) override { findings_.push_back(finding); }
@@ -56,6 +60,7 @@ class CollectingReporter final : public Reporter {
 
   std::vector<Step> steps;
   RunSummary summary;
+  bool keep_gaps = true;  // the detectors have read them; reports do not need them
   // Every finding, in the order it came (a step's findings with its step).
   const std::vector<Finding>& findings() const { return findings_; }
   std::vector<Finding> take_findings() { return std::move(findings_); }

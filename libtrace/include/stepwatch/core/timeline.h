@@ -29,7 +29,8 @@ class Timeline {
   const IntervalSet& compute() const { return compute_; }
   const IntervalSet& comm() const { return comm_; }
   const IntervalSet& copy() const { return copy_; }
-  const IntervalSet& busy() const { return busy_; }          // C ∪ N ∪ M
+  // C ∪ N ∪ M (the compute set itself when there is no comm and no copy: not held twice).
+  const IntervalSet& busy() const { return busy_is_compute_ ? compute_ : busy_; }
   const IntervalSet& blocking() const { return blocking_; }  // B
   const IntervalSet& data_wait() const { return data_wait_; }
   const IntervalSet& gc() const { return gc_; }  // host ranges named "gc" (GC pauses)
@@ -37,7 +38,10 @@ class Timeline {
   // one host thread: input-wait evidence when that thread launches the work ending a gap.
   const IntervalSet& os_waits_of(uint32_t thread) const;
   const IntervalSet& launches_of(uint32_t thread) const;     // enqueue calls of one host thread
-  const IntervalSet& launches_all() const { return launch_all_; }
+  // Every thread's enqueue calls (the one thread's set when only one launches: not held twice).
+  const IntervalSet& launches_all() const {
+    return launch_by_thread_.size() == 1 ? launch_by_thread_.begin()->second : launch_all_;
+  }
   // Whether an NCCL kernel belongs to an all-to-all: its own type, or a SendRecv kernel (NCCL runs
   // all-to-all as grouped send/recv) launched inside an all-to-all host range of its launching
   // thread (Kineto's "nccl:all_to_all", NVTX's ncclAlltoAll).
@@ -82,12 +86,15 @@ class Timeline {
   const NameTable& names_;
   const AnalysisConfig& config_;
   IntervalSet compute_, comm_, copy_, busy_, blocking_, data_wait_, gc_, launch_all_;
+  bool busy_is_compute_ = false;
   std::unordered_map<uint32_t, IntervalSet> launch_by_thread_;
   std::unordered_map<uint32_t, IntervalSet> os_waits_by_thread_;
   std::unordered_map<uint32_t, IntervalSet> all_to_all_ranges_;  // by host thread
   // (correlation, event index) sorted by correlation: a flat index is several times cheaper to
   // build than a hash map, and the live path builds one per judged batch of steps.
-  using CorrelationIndex = std::vector<std::pair<uint64_t, uint32_t>>;
+  // Event indices sorted by (correlation, start): 4 bytes an entry, the correlation read from the
+  // event itself (offline this index is as long as the trace's API calls).
+  using CorrelationIndex = std::vector<uint32_t>;
   static const Event* find_correlated(const CorrelationIndex& index, std::span<const Event> events, uint64_t corr);
   CorrelationIndex api_by_correlation_;   // API calls; a correlation's first entry is its outer call
   CorrelationIndex copy_by_correlation_;  // memcpy records
