@@ -1,95 +1,87 @@
-// The fake libcupti (see fake_cupti.h): a controllable control plane, the real record parser.
+// The fake libcupti (see fake_cupti.h): a controllable control plane, the real record parser. The
+// faithful model of a CUDA process lives in fake_cupti_sim.cpp, the second client (Kineto) in
+// fake_kineto.cpp; they share fake_cupti_state.h.
 #include "fake_cupti.h"
 
 #include <cupti.h>
 #include <dlfcn.h>
 
-#include <condition_variable>
 #include <cstring>
 #include <ctime>
-#include <map>
-#include <mutex>
-#include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "cupti_record_builder.h"
+#include "cupti/cupti_record_builder.h"
+#include "fake_cupti_state.h"
 
 #ifndef FAKE_CUPTI_REAL_LIBCUPTI
 #define FAKE_CUPTI_REAL_LIBCUPTI "/usr/local/cuda/lib64/libcupti.so.13"
 #endif
 
-namespace {
-
-// The real libcupti, for the functions the fake forwards. RTLD_LOCAL: its symbols must not
-// interpose on the fake's (same names).
-struct RealCupti {
-  decltype(&::cuptiActivityGetNextRecord) get_next_record = nullptr;
-  decltype(&::cuptiGetResultString) get_result_string = nullptr;
-  decltype(&::cuptiGetCallbackName) get_callback_name = nullptr;
-  decltype(&::cuptiGetVersion) get_version = nullptr;
-
-  RealCupti() {
-    void* h = dlopen(FAKE_CUPTI_REAL_LIBCUPTI, RTLD_NOW | RTLD_LOCAL);
-    if (h == nullptr) h = dlopen("libcupti.so.13", RTLD_NOW | RTLD_LOCAL);
-    if (h == nullptr) return;
-    get_next_record = reinterpret_cast<decltype(get_next_record)>(dlsym(h, "cuptiActivityGetNextRecord"));
-    get_result_string = reinterpret_cast<decltype(get_result_string)>(dlsym(h, "cuptiGetResultString"));
-    get_callback_name = reinterpret_cast<decltype(get_callback_name)>(dlsym(h, "cuptiGetCallbackName"));
-    get_version = reinterpret_cast<decltype(get_version)>(dlsym(h, "cuptiGetVersion"));
-  }
-};
+namespace fake_cupti {
 
 const RealCupti& real() {
-  static const RealCupti* r = new RealCupti();  // leaked: used until exit
+  static const RealCupti* r = [] {
+    auto* out = new RealCupti();  // leaked: used until exit
+    // RTLD_LOCAL: its symbols must not interpose on the fake's (same names).
+    void* h = dlopen(FAKE_CUPTI_REAL_LIBCUPTI, RTLD_NOW | RTLD_LOCAL);
+    if (h == nullptr) return out;
+    out->get_next_record = reinterpret_cast<decltype(out->get_next_record)>(dlsym(h, "cuptiActivityGetNextRecord"));
+    out->get_result_string = reinterpret_cast<decltype(out->get_result_string)>(dlsym(h, "cuptiGetResultString"));
+    out->get_callback_name = reinterpret_cast<decltype(out->get_callback_name)>(dlsym(h, "cuptiGetCallbackName"));
+    out->get_version = reinterpret_cast<decltype(out->get_version)>(dlsym(h, "cuptiGetVersion"));
+    return out;
+  }();
   return *r;
 }
 
-// Everything the test controls or observes. `mu` is never held while calling into the adapter
-// (its callbacks may call back into the fake).
-struct FakeState {
-  std::mutex mu;
-  std::condition_variable flush_cv;
-
-  // behaviour
-  int subscribe_result = CUPTI_SUCCESS;
-  std::string old_subscriber;
-  std::map<int, int> enable_results;
-  int register_result = CUPTI_SUCCESS;
-  size_t dropped = 0;
-  bool flush_blocks = false;
-  uint64_t reset_epoch = 0;
-  uint32_t version_override = 0;
-
-  // observation
-  bool subscribed = false;
-  int subscribe_calls = 0;
-  int unsubscribe_calls = 0;
-  std::string subscriber_name;
-  std::string subscriber_name_copy;
-  CUpti_CallbackFunc callback = nullptr;
-  void* userdata = nullptr;
-  std::set<int> kinds;
-  std::set<std::pair<int, uint32_t>> callbacks;
-  std::set<int> domains;
-  CUpti_BuffersCallbackRequestFunc requested = nullptr;
-  CUpti_BuffersCallbackCompleteFunc completed = nullptr;
-  int register_calls = 0;
-  std::map<int, uint64_t> attributes;
-  int all_sync_records = -1;
-  uint64_t flushes = 0;
-  uint64_t forced_flushes = 0;
-  int flushes_blocked = 0;
-  int finalize_calls = 0;
-  std::map<uint8_t*, size_t> buffer_sizes;              // handed out through request_buffer
-  std::vector<std::pair<uint8_t*, size_t>> on_next_flush;  // (buffer, valid)
-};
-
 FakeState& state() {
-  static FakeState* s = new FakeState();  // leaked: adapter threads may call in during exit
+  static FakeState* s = [] {
+    auto* st = new FakeState();  // leaked: adapter threads may call in during exit
+    fake_cupti_model_defaults(&st->model);
+    return st;
+  }();
   return *s;
 }
+
+int64_t realtime_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+uint64_t to_cupti_clock_locked(int64_t realtime) {
+  FakeState& s = state();
+  if (s.timestamp_callback == nullptr) return static_cast<uint64_t>(realtime);
+  if (s.timestamp_callback == &fake_kineto_tsc_callback) return kineto_tsc_of(realtime);
+  // Another callback: its value now, moved back by the age of the instant (a nanosecond clock).
+  return s.timestamp_callback() - static_cast<uint64_t>(realtime_ns() - realtime);
+}
+
+int fire_subscriber(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+  CUpti_CallbackFunc callback = nullptr;
+  void* userdata = nullptr;
+  {
+    FakeState& s = state();
+    std::lock_guard lock(s.mu);
+    const bool enabled = s.domains.count(domain) != 0 || s.callbacks.count({static_cast<int>(domain), cbid}) != 0;
+    if (!s.subscribed || !enabled) return 0;
+    callback = s.callback;
+    userdata = s.userdata;
+  }
+  if (callback == nullptr) return 0;
+  callback(userdata, domain, cbid, data);
+  return 1;
+}
+
+}  // namespace fake_cupti
+
+namespace {
+
+using fake_cupti::FakeState;
+using fake_cupti::real;
+using fake_cupti::state;
 
 // The one subscriber handle the fake hands out.
 struct FakeSubscriber {
@@ -103,14 +95,11 @@ bool callback_enabled_locked(FakeState& s, int domain, uint32_t cbid) {
   return s.domains.count(domain) != 0 || s.callbacks.count({domain, cbid}) != 0;
 }
 
-}  // namespace
-
-// ---- the exported CUPTI surface ------------------------------------------------------------------
-
-extern "C" {
-
-CUptiResult CUPTIAPI cuptiSubscribe_v2(CUpti_SubscriberHandle* subscriber, CUpti_CallbackFunc callback,
-                                       void* userdata, CUpti_SubscriberParams* params) {
+// cuptiSubscribe / _v2: one subscriber at a time (cupti_callbacks.h:698-703). A refused v2 call gets
+// the holder's name in oldSubscriberName (759-763); a holder that subscribed through the unnamed
+// cuptiSubscribe leaves it empty — UNVERIFIED what CUPTI writes then (docs/gpu-validation.md).
+CUptiResult subscribe(CUpti_SubscriberHandle* subscriber, CUpti_CallbackFunc callback, void* userdata,
+                      CUpti_SubscriberParams* params, bool v1) {
   FakeState& s = state();
   std::lock_guard lock(s.mu);
   ++s.subscribe_calls;
@@ -123,7 +112,7 @@ CUptiResult CUPTIAPI cuptiSubscribe_v2(CUpti_SubscriberHandle* subscriber, CUpti
     }
   };
   if (s.subscribed) {
-    report_holder("CUPTI for " + s.subscriber_name);
+    report_holder(s.subscribed_v1 ? std::string() : "CUPTI for " + s.subscriber_name);
     return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
   }
   if (s.subscribe_result != CUPTI_SUCCESS) {
@@ -131,11 +120,27 @@ CUptiResult CUPTIAPI cuptiSubscribe_v2(CUpti_SubscriberHandle* subscriber, CUpti
     return static_cast<CUptiResult>(s.subscribe_result);
   }
   s.subscribed = true;
+  s.subscribed_v1 = v1;
   s.callback = callback;
   s.userdata = userdata;
   s.subscriber_name = params != nullptr && params->subscriberName != nullptr ? params->subscriberName : "";
   *subscriber = kSubscriber;
   return CUPTI_SUCCESS;
+}
+
+}  // namespace
+
+// ---- the exported CUPTI surface ------------------------------------------------------------------
+
+extern "C" {
+
+CUptiResult CUPTIAPI cuptiSubscribe_v2(CUpti_SubscriberHandle* subscriber, CUpti_CallbackFunc callback,
+                                       void* userdata, CUpti_SubscriberParams* params) {
+  return subscribe(subscriber, callback, userdata, params, /*v1=*/false);
+}
+
+CUptiResult CUPTIAPI cuptiSubscribe(CUpti_SubscriberHandle* subscriber, CUpti_CallbackFunc callback, void* userdata) {
+  return subscribe(subscriber, callback, userdata, nullptr, /*v1=*/true);
 }
 
 CUptiResult CUPTIAPI cuptiUnsubscribe(CUpti_SubscriberHandle subscriber) {
@@ -144,6 +149,7 @@ CUptiResult CUPTIAPI cuptiUnsubscribe(CUpti_SubscriberHandle subscriber) {
   ++s.unsubscribe_calls;
   if (!s.subscribed || subscriber != kSubscriber) return CUPTI_ERROR_INVALID_PARAMETER;
   s.subscribed = false;
+  s.subscribed_v1 = false;
   s.callback = nullptr;
   s.userdata = nullptr;
   s.subscriber_name.clear();
@@ -221,10 +227,58 @@ CUptiResult CUPTIAPI cuptiActivitySetAttribute(CUpti_ActivityAttribute attr, siz
   return CUPTI_SUCCESS;
 }
 
+// Only the attribute the model reads has a default here: per-thread buffers, on (7201-7211).
+CUptiResult CUPTIAPI cuptiActivityGetAttribute(CUpti_ActivityAttribute attr, size_t* value_size, void* value) {
+  if (value_size == nullptr || value == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
+  FakeState& s = state();
+  std::lock_guard lock(s.mu);
+  uint64_t v = attr == CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER ? 1 : 0;
+  if (const auto it = s.attributes.find(static_cast<int>(attr)); it != s.attributes.end()) v = it->second;
+  switch (*value_size) {
+    case 1: *static_cast<uint8_t*>(value) = static_cast<uint8_t>(v); break;
+    case 4: *static_cast<uint32_t*>(value) = static_cast<uint32_t>(v); break;
+    case 8: *static_cast<uint64_t*>(value) = v; break;
+    default: return CUPTI_ERROR_INVALID_PARAMETER;
+  }
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiSetThreadIdType(CUpti_ActivityThreadIdType type) {
+  if (type != CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT && type != CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM) {
+    return CUPTI_ERROR_NOT_SUPPORTED;
+  }
+  FakeState& s = state();
+  std::lock_guard lock(s.mu);
+  ++s.thread_id_type_calls;
+  // 7874-7876: changing it during a session mixes thread ids across records: observed, not refused.
+  if (!s.kinds.empty() && s.thread_id_type != type) ++s.thread_id_type_set_while_enabled;
+  s.thread_id_type = type;
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiGetThreadIdType(CUpti_ActivityThreadIdType* type) {
+  if (type == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
+  std::lock_guard lock(state().mu);
+  *type = static_cast<CUpti_ActivityThreadIdType>(state().thread_id_type);
+  return CUPTI_SUCCESS;
+}
+
+// Process-global (8111-8141): every later record and cuptiGetTimestamp use it, whoever registered it.
+CUptiResult CUPTIAPI cuptiActivityRegisterTimestampCallback(CUpti_TimestampCallbackFunc fn) {
+  if (fn == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
+  FakeState& s = state();
+  std::lock_guard lock(s.mu);
+  ++s.timestamp_registrations;
+  s.timestamp_callback = fn;
+  return CUPTI_SUCCESS;
+}
+
 CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t flag) {
   FakeState& s = state();
   std::vector<std::pair<uint8_t*, size_t>> deliver;
+  std::vector<fake_cupti::Delivery> model;
   CUpti_BuffersCallbackCompleteFunc completed = nullptr;
+  fake_cupti::sim_write_completed_device_records();
   {
     std::unique_lock lock(s.mu);
     ++s.flushes;
@@ -238,6 +292,9 @@ CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t flag) {
     }
     deliver.swap(s.on_next_flush);
     completed = s.completed;
+    // 7736-7737: INVALID_OPERATION without registered buffer callbacks.
+    if (completed == nullptr && deliver.empty()) return CUPTI_ERROR_INVALID_OPERATION;
+    fake_cupti::sim_collect_for_flush_locked((flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) != 0, model);
   }
   // Like CUPTI: completed buffers are handed back on the flushing thread, no fake lock held.
   for (const auto& [buffer, valid] : deliver) {
@@ -251,6 +308,9 @@ CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t flag) {
       }
     }
     if (completed != nullptr) completed(nullptr, 0, buffer, size, valid);
+  }
+  for (const fake_cupti::Delivery& d : model) {
+    if (completed != nullptr) completed(nullptr, 0, d.buffer, d.size, d.valid);
   }
   return CUPTI_SUCCESS;
 }
@@ -273,9 +333,10 @@ CUptiResult CUPTIAPI cuptiActivityEnableAllSyncRecords(uint8_t enable) {
 
 CUptiResult CUPTIAPI cuptiGetTimestamp(uint64_t* timestamp) {
   if (timestamp == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
-  timespec ts{};
-  clock_gettime(CLOCK_REALTIME, &ts);
-  *timestamp = static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
+  // "normalized to correspond with the start and end timestamps reported in the CUPTI activity
+  // records" (7270-7283): the registered timestamp callback when there is one.
+  std::lock_guard lock(state().mu);
+  *timestamp = fake_cupti::to_cupti_clock_locked(fake_cupti::realtime_ns());
   return CUPTI_SUCCESS;
 }
 
@@ -283,11 +344,22 @@ CUptiResult CUPTIAPI cuptiFinalize(void) {
   FakeState& s = state();
   std::lock_guard lock(s.mu);
   ++s.finalize_calls;
+  // Detaches CUPTI from the process (7965-8007): every client's subscription, kinds, buffer
+  // callbacks and attributes go. The timestamp callback stays registered — UNVERIFIED
+  // (docs/gpu-validation.md): the pessimistic reading, records after a re-attach on its scale.
   s.subscribed = false;
+  s.subscribed_v1 = false;
   s.callback = nullptr;
+  s.userdata = nullptr;
+  s.subscriber_name.clear();
   s.callbacks.clear();
   s.domains.clear();
   s.kinds.clear();
+  s.requested = nullptr;
+  s.completed = nullptr;
+  s.attributes.clear();
+  s.thread_id_type = CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT;
+  fake_cupti::sim_finalize_locked();
   return CUPTI_SUCCESS;
 }
 
@@ -336,7 +408,9 @@ void fake_cupti_reset(void) {
   s.flush_blocks = false;
   s.reset_epoch = epoch;
   s.version_override = 0;
+  fake_cupti_model_defaults(&s.model);
   s.subscribed = false;
+  s.subscribed_v1 = false;
   s.subscribe_calls = 0;
   s.unsubscribe_calls = 0;
   s.subscriber_name.clear();
@@ -353,8 +427,15 @@ void fake_cupti_reset(void) {
   s.flushes = 0;
   s.forced_flushes = 0;
   s.finalize_calls = 0;
+  s.thread_id_type = CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT;
+  s.thread_id_type_calls = 0;
+  s.thread_id_type_set_while_enabled = 0;
+  s.timestamp_callback = nullptr;
+  s.timestamp_registrations = 0;
   s.buffer_sizes.clear();
   s.on_next_flush.clear();
+  fake_cupti::sim_reset_locked();
+  fake_cupti::kineto_reset_locked();
   s.flush_cv.notify_all();  // releases flushes blocked before the reset
 }
 
@@ -473,6 +554,26 @@ int fake_cupti_flushes_blocked(void) {
   return state().flushes_blocked;
 }
 
+int fake_cupti_thread_id_type(void) {
+  std::lock_guard lock(state().mu);
+  return state().thread_id_type;
+}
+
+int fake_cupti_thread_id_type_calls(void) {
+  std::lock_guard lock(state().mu);
+  return state().thread_id_type_calls;
+}
+
+int fake_cupti_thread_id_type_set_while_enabled(void) {
+  std::lock_guard lock(state().mu);
+  return state().thread_id_type_set_while_enabled;
+}
+
+int fake_cupti_timestamp_registrations(void) {
+  std::lock_guard lock(state().mu);
+  return state().timestamp_registrations;
+}
+
 int fake_cupti_finalize_calls(void) {
   std::lock_guard lock(state().mu);
   return state().finalize_calls;
@@ -577,7 +678,7 @@ int fake_cupti_fire_fatal_error(int result, const char* message) {
 // ---- record builders -----------------------------------------------------------------------------
 
 namespace {
-using stepwatch::test_support::ActivityBufferBuilder;
+using stepwatch::live::ActivityBufferBuilder;
 
 // A builder positioned at `offset` of an existing buffer.
 template <typename Fn>
@@ -686,3 +787,29 @@ const FakeCuptiControl* fake_cupti_control(void) {
 }
 
 }  // extern "C"
+
+extern "C" const FakeCuptiSim* fake_cupti_sim(void) {
+  static const FakeCuptiSim table = {
+      sizeof(FakeCuptiSim),
+      fake_cupti_model_defaults,
+      fake_cupti_set_model,
+      fake_cupti_sim_launch,
+      fake_cupti_sim_memcpy,
+      fake_cupti_sim_memset,
+      fake_cupti_sim_stream_sync,
+      fake_cupti_sim_device_sync,
+      fake_cupti_sim_event_query,
+      fake_cupti_sim_stream_wait,
+      fake_cupti_sim_free,
+      fake_cupti_sim_malloc,
+      fake_cupti_sim_stream_end,
+      fake_cupti_sim_stats,
+      fake_cupti_kineto_start,
+      fake_cupti_kineto_stop,
+      fake_cupti_kineto_subscribed,
+      fake_cupti_kineto_records,
+      fake_cupti_thread_id_type,
+      fake_cupti_timestamp_registrations,
+  };
+  return &table;
+}
