@@ -272,6 +272,7 @@ TracerState CuptiAdapterCore::bring_up(std::string& detail) {
   detail = library_text() + ": tracing " + traced;
   if (!refused_kinds.empty()) detail += "; not enabled: " + refused_kinds;
   detail += notes;
+  tracker_.set_enabled(true);
   return TracerState::kActive;
 }
 
@@ -291,6 +292,27 @@ void CuptiAdapterCore::forced_flush() noexcept {
   forced_flushes_in_flight_.fetch_sub(1);
 }
 
+void CuptiAdapterCore::drain_in_flight() noexcept {
+  // A forced flush hands back the record of work still running with no end, and CUPTI never
+  // delivers it again (pytorch/pytorch#195844): it is safe only when nothing is in flight. The
+  // kinds are disabled (no new record), so wait — default flushes, bounded by two flush periods,
+  // on the caller's thread (stepwatch_pause, before torch.profiler starts) — until every traced
+  // call's record has come. NOTE: no lock of ours is held across FlushAll.
+  tracker_.set_enabled(false);
+  const auto deadline = Clock::now() + std::chrono::milliseconds(2 * options_.flush_period_ms);
+  for (;;) {
+    if (SW_CUPTI_CALL(api_, cuptiActivityFlushAll(0)) == CUPTI_SUCCESS) flushes_.fetch_add(1);
+    wait_for_parses(std::chrono::milliseconds(5));
+    uint64_t pending = 0;
+    {
+      std::lock_guard tick_lock(tick_mu_);
+      pending = tracker_.tick(now_ns(), INT64_MAX / 2).pending;
+    }
+    if (pending == 0 || Clock::now() >= deadline) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+}
+
 void CuptiAdapterCore::flush() noexcept { tick(); }
 
 // ---- pause / resume / shutdown / fork ----------------------------------------------------------
@@ -300,6 +322,8 @@ void CuptiAdapterCore::pause() noexcept {
     uint64_t epoch = 0;
     {
       std::lock_guard lock(control_mu_);
+      // Another pause (a second profiler session) also ends the retries of a refused resume.
+      retry_resume_.store(false);
       if (shut_down_ || state() != TracerState::kActive) return;
       // From here the flush thread stops calling CUPTI.
       state_.store(TracerState::kPaused, std::memory_order_release);
@@ -309,6 +333,7 @@ void CuptiAdapterCore::pause() noexcept {
       enabled_kinds_.clear();
       epoch = ++pause_epoch_;
     }
+    drain_in_flight();
     // The pause interval is untraced (the session's): nothing is waited for across it.
     tracker_.clear();
     forced_flush();
@@ -340,6 +365,7 @@ void CuptiAdapterCore::resume() noexcept {
     liveness_reset_.store(true);
     if (result == TracerState::kActive) {
       active_since_ns_.store(now_ns());
+      restarted_at_ns_.store(active_since_ns_.load());
     } else {
       status("could not resume GPU tracing: " + detail);
     }

@@ -83,6 +83,9 @@ class CuptiAdapterCore : public std::enable_shared_from_this<CuptiAdapterCore> {
   void release_subscription();                     // control_mu_ held
   // Forced flush with our locks released, counted; its buffers are parsed as forced.
   void forced_flush() noexcept;
+  // Before pause's forced flush: default flushes until no traced call waits for its record
+  // (bounded), so that the forced flush hands back no record of running work.
+  void drain_in_flight() noexcept;
   std::string library_text() const;  // "CUPTI 13.0 (API 130001) at PATH (…)"
 
   // cupti_flush.cpp
@@ -144,6 +147,8 @@ class CuptiAdapterCore : public std::enable_shared_from_this<CuptiAdapterCore> {
   std::thread* flush_thread_ = nullptr;
   std::atomic<int> parses_in_flight_{0};
   std::atomic<int> forced_flushes_in_flight_{0};  // buffers completed meanwhile come from a forced flush
+  // Serializes the tracker's ticks: the flush thread's, and pause's drain on the caller's thread.
+  std::mutex tick_mu_;
 
   // Flush thread only (tick, liveness, clock).
   uint64_t seen_buffers_ = 0;
@@ -165,6 +170,9 @@ class CuptiAdapterCore : public std::enable_shared_from_this<CuptiAdapterCore> {
   std::atomic<uint64_t> dropped_{0}, flushes_{0};
   std::atomic<uint64_t> pending_calls_{0}, calls_given_up_{0};
   std::atomic<int64_t> watermark_hold_ns_{0}, active_since_ns_{0}, last_buffer_bytes_{0};
+  // Tracing restarted (resume) at this time: GPU work queued while untraced may still run, without
+  // records; until the first GPU records show where it ended, steps there are incomplete. 0 = none.
+  std::atomic<int64_t> restarted_at_ns_{0};
   std::atomic<int64_t> cupti_overhead_ns_{0};
   std::atomic<uint32_t> cupti_version_{0};
 };

@@ -102,6 +102,12 @@ void CuptiAdapterCore::buffer_completed(uint8_t* buffer, size_t valid_size) noex
       clock_dropped_.fetch_add(r.clock_dropped, std::memory_order_relaxed);
       query_syncs_.fetch_add(r.query_syncs, std::memory_order_relaxed);
       cupti_overhead_ns_.fetch_add(r.cupti_overhead_ns, std::memory_order_relaxed);
+      // After a restart, work queued while untraced ran — without records — until the first
+      // traced work could start: that stretch is reported incomplete, never read as GPU idle.
+      if (r.gpu_resumed_ns != INT64_MIN) {
+        const int64_t restarted = restarted_at_ns_.exchange(0);
+        if (restarted != 0 && r.gpu_resumed_ns > restarted) sink_->mark_incomplete(restarted, r.gpu_resumed_ns);
+      }
     }
   }
   // Re-zeroed over its used part and back to the pool (a buffer that is not ours is left alone).

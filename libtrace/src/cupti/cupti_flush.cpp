@@ -97,7 +97,9 @@ void CuptiAdapterCore::tick() noexcept {
 
 int64_t CuptiAdapterCore::completeness_watermark(int64_t flush_started_ns) noexcept {
   const int64_t wait_limit_ns = int64_t{options_.completeness_wait_periods} * options_.flush_period_ms * 1'000'000;
+  std::unique_lock tick_lock(tick_mu_);
   const LaunchTracker::Tick r = tracker_.tick(flush_started_ns, wait_limit_ns);
+  tick_lock.unlock();
   pending_calls_.store(r.pending, std::memory_order_relaxed);
   if (r.watermark_ns == INT64_MIN) return INT64_MIN;  // the tracker could not tell: hold it
   int64_t watermark = std::min(r.watermark_ns, converter_->oldest_held_ns());
@@ -122,32 +124,29 @@ void CuptiAdapterCore::check_clock(bool calibrate_now) noexcept {
       const int64_t before = now_ns();
       uint64_t cupti = 0;
       if (SW_CUPTI_CALL(api_, cuptiGetTimestamp(&cupti)) != CUPTI_SUCCESS) return ClockCheck::Observation{};
-      return clock_.observe(cupti, before, now_ns());
+      ClockCheck::Observation o = clock_.observe(cupti, before, now_ns());
+      if (o.changed) status(o.line);
+      return o;
     };
+    const int64_t last_ok = last_clock_ok_ns_.load();
     ClockCheck::Observation o = sample();
-    // At bring-up a changed clock is calibrated before the first record: three pairs over 40 ms.
+    bool changed = o.changed;
+    // At bring-up (no kind enabled yet: no record can be on either clock) a changed clock is
+    // calibrated before the first record: three more pairs over 60 ms.
     for (int i = 0; calibrate_now && i < 3 && o.state == ClockCheck::State::kCalibrating; ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      const ClockCheck::Observation next = sample();
-      if (next.changed) status(next.line);
-      o = next;
+      o = sample();
     }
     const int64_t now = now_ns();
-    const int64_t last_ok = last_clock_ok_ns_.load();
     if (o.state == ClockCheck::State::kAligned || o.state == ClockCheck::State::kConverting) last_clock_ok_ns_.store(now);
-    if (o.changed) {
-      status(o.line);
-      // Since the last check at which the clocks agreed, records may be on either clock.
-      if (o.state != ClockCheck::State::kAligned && last_ok < now) {
-        SinkLease lease(*this);
-        if (lease) sink_->mark_incomplete(last_ok != 0 ? last_ok : now, now);
-      }
-      if (o.state == ClockCheck::State::kStoodDown) {
-        // Stand down: every later step is timed and counted, never judged from mixed clocks.
-        SinkLease lease(*this);
-        if (lease) sink_->mark_incomplete(now, INT64_MAX);
-      }
-    }
+    if (calibrate_now || !changed) return;
+    // During a session: since the last check at which the clocks agreed, records may be on either
+    // clock (the header: records made before a change keep the previous method, 8137-8141).
+    SinkLease lease(*this);
+    if (!lease) return;
+    if (o.state != ClockCheck::State::kAligned && last_ok < now) sink_->mark_incomplete(last_ok != 0 ? last_ok : now, now);
+    // Stood down: every later step is timed and counted, never judged from mixed clocks.
+    if (o.state == ClockCheck::State::kStoodDown) sink_->mark_incomplete(now, INT64_MAX);
   } catch (...) {
   }
 }
@@ -176,6 +175,7 @@ void CuptiAdapterCore::retry_resume() noexcept {
       paused_by_us_ = false;
     }
     active_since_ns_.store(now_ns());
+    restarted_at_ns_.store(active_since_ns_.load());
     liveness_reset_.store(true);
     status("resumed: the other CUPTI client let go; GPU tracing again (" + detail + ")");
   } catch (...) {

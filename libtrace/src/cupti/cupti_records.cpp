@@ -170,11 +170,13 @@ class ParseScratch {
   // completed by an API record of this buffer.
   std::vector<uint32_t> api_ids, gpu_ids;
   std::vector<Event> ready;
+  std::vector<std::pair<uint32_t, int64_t>> first_start;  // per stream: the earliest GPU start
 
   void begin(uint32_t epoch) {
     api_ids.clear();
     gpu_ids.clear();
     ready.clear();
+    first_start.clear();
     if (epoch != epoch_) {
       std::fill(slots_.begin(), slots_.end(), Entry{});
       used_ = 0;
@@ -303,6 +305,17 @@ NameId RecordConverter::overhead_name(uint32_t overhead_kind) noexcept {
 }
 
 namespace {
+
+// A handful of streams per buffer: a linear search beats a map.
+void note_stream_start(ParseScratch& sc, const Event& ev) {
+  for (auto& [stream, start] : sc.first_start) {
+    if (stream == ev.stream) {
+      start = std::min(start, ev.start_ns);
+      return;
+    }
+  }
+  if (sc.first_start.size() < 64) sc.first_start.emplace_back(ev.stream, ev.start_ns);
+}
 
 // The clock map of one parse applied to a record's timestamps (0 stays 0: "no timestamp").
 struct Timestamps {
@@ -531,9 +544,11 @@ BufferParseResult RecordConverter::parse(uint8_t* buffer, size_t valid_bytes, bo
     next_offset = static_cast<size_t>(reinterpret_cast<uint8_t*>(record) - buffer) + record_size(record->kind);
     Event ev;
     if (!convert(record, sc, ts.map, forced, ev, result)) continue;
+    if (ev.is_gpu_record()) note_stream_start(sc, ev);
     sink_.submit(ev);
     ++result.events;
   }
+  for (const auto& [stream, start] : sc.first_start) result.gpu_resumed_ns = std::max(result.gpu_resumed_ns, start);
   for (const Event& ev : sc.ready) {
     sink_.submit(ev);
     ++result.events;

@@ -47,6 +47,9 @@ struct BufferParseResult {
   uint64_t clock_dropped = 0;   // records set aside while CUPTI's clock was being calibrated
   uint64_t query_syncs = 0;     // sync records of polling queries (not waits): dropped
   int64_t cupti_overhead_ns = 0;
+  // Per stream the earliest GPU record's start, the latest of those over streams (INT64_MIN when
+  // no GPU record): after tracing restarts, work queued before cannot run past this point.
+  int64_t gpu_resumed_ns = INT64_MIN;
 };
 
 class ParseScratch;  // cupti_records.cpp: a parse's kernel-name cache and scratch vectors

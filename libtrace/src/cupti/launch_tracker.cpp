@@ -64,6 +64,7 @@ void LaunchTracker::push(Ring& r, const Entry& e) noexcept {
 }
 
 void LaunchTracker::enter(uint32_t correlation, int64_t t_ns, bool needs_gpu_record) noexcept {
+  if (!enabled_.load(std::memory_order_relaxed)) return;
   Ring* r = ring_for_this_thread();
   if (r == nullptr) return;
   r->outer = correlation;
@@ -71,7 +72,7 @@ void LaunchTracker::enter(uint32_t correlation, int64_t t_ns, bool needs_gpu_rec
 }
 
 void LaunchTracker::nested(uint32_t correlation) noexcept {
-  if (t_ring.instance != instance_) return;
+  if (t_ring.instance != instance_ || !enabled_.load(std::memory_order_relaxed)) return;
   auto* r = static_cast<Ring*>(t_ring.ring);
   if (r->outer == 0) return;
   push(*r, Entry{correlation, r->outer, 0, true});

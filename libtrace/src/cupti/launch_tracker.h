@@ -65,6 +65,8 @@ class LaunchTracker {
   // next tick (the flush thread owns the bookkeeping).
   void clear() noexcept;
 
+  // While disabled, calls are not noted (paused: their records never come). Any thread.
+  void set_enabled(bool on) noexcept { enabled_.store(on, std::memory_order_relaxed); }
   uint64_t overflows() const noexcept { return overflows_.load(std::memory_order_relaxed); }
 
  private:
@@ -93,6 +95,7 @@ class LaunchTracker {
   std::atomic<uint64_t> overflows_{0};
   std::atomic<int64_t> overflow_from_ns_{INT64_MAX};
   std::atomic<bool> clear_requested_{false};
+  std::atomic<bool> enabled_{true};
 
   std::mutex arrivals_mu_;
   std::vector<uint32_t> api_arrivals_, gpu_arrivals_;
