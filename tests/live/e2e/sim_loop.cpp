@@ -98,9 +98,9 @@ bool sim_program(const std::string& name, SimProgram& p) {
     return true;
   }
   if (name == "launch_bound") {
-    p.kernels_per_step = 900;
+    p.kernels_per_step = 600;
     p.kernel_ns = 8'000;
-    p.host_gap_ns = 20'000;
+    p.host_gap_ns = 30'000;
     p.input_copy = false;
     return true;
   }
