@@ -583,3 +583,4 @@ TEST(CuptiStateTest, Names) {
 
 }  // namespace
 }  // namespace stepwatch::live
+

@@ -25,6 +25,13 @@ _c = _lib.load_default()
 # step() reads it; the C side keeps the authoritative state (a begin ends an open step anyway).
 _step_open = False
 
+# The shim's step sources, highest first: explicit step()/step_begin() calls, the optimizer hook of
+# stepwatch.torch.watch(optimizer), torch.profiler's profile.step(). One source wins: a source's
+# marks are ignored once a higher one has marked a step in this process (mixed sources would cut
+# steps in two). See _mark_step.
+_SOURCES = ("user", "optimizer", "profiler")
+_sources_seen = set()
+
 _INT64_MAX = (1 << 63) - 1
 
 
@@ -97,6 +104,16 @@ def version():
         return None
 
 
+def _mark_step(source, n=None):
+    """step() on behalf of `source` ("optimizer", "profiler"): ignored (ERROR_DISABLED) when a
+    higher source in _SOURCES has marked a step already."""
+    rank = _SOURCES.index(source)
+    if any(_SOURCES.index(s) < rank for s in _sources_seen):
+        return ERROR_DISABLED
+    _sources_seen.add(source)
+    return _step(n)
+
+
 def step(n=None):
     """Ends the open step (if any) and begins the next. `n`: the step number; None lets stepwatch count.
 
@@ -105,7 +122,15 @@ def step(n=None):
         for batch in loader:
             stepwatch.step()
             train_one_step(batch)
+
+    Explicit calls are the highest step source: once one was made, the optimizer hook and
+    torch.profiler's profile.step() (stepwatch.torch.watch) no longer mark steps.
     """
+    _sources_seen.add("user")
+    return _step(n)
+
+
+def _step(n=None):
     number = -1 if n is None else _step_number(n)
     c = _c
     if c is None:
@@ -124,6 +149,7 @@ def step(n=None):
 
 def step_begin(n=None):
     """A step starts now (`stepwatch_step_begin`); a begin without an end ends the previous step."""
+    _sources_seen.add("user")
     number = -1 if n is None else _step_number(n)
     c = _c
     if c is None:

@@ -810,6 +810,7 @@ extern "C" const FakeCuptiSim* fake_cupti_sim(void) {
       fake_cupti_kineto_records,
       fake_cupti_thread_id_type,
       fake_cupti_timestamp_registrations,
+      fake_cupti_thread_id_type_set_while_enabled,
   };
   return &table;
 }

@@ -251,6 +251,7 @@ typedef struct FakeCuptiSim {
   uint64_t (*kineto_records)(void);
   int (*thread_id_type)(void);
   int (*timestamp_registrations)(void);
+  int (*thread_id_type_set_while_enabled)(void);
 } FakeCuptiSim;
 FAKE_CUPTI_API const FakeCuptiSim* fake_cupti_sim(void);
 
