@@ -104,6 +104,16 @@ TEST(FaithfulHealthy, TwoHundredStepsWithProductionDefaultsAreJudgedCompleteAndS
   EXPECT_GE(rate, 5000.0) << r.out;
   std::string which;
   EXPECT_EQ(findings_above_info(r, &which), 0u) << which << "\n" << r.log;
+  // Judged from their records: the GPU never idles in this loop.
+  double busy = 0;
+  int judged_steps = 0;
+  for (const auto& s : r.steps) {
+    if (s.value("type", "") != "step" || s.value("step", -1) < 2) continue;
+    busy += s.value("gpu_busy_pct", 0.0);
+    ++judged_steps;
+  }
+  ASSERT_GT(judged_steps, 0);
+  EXPECT_GE(busy / judged_steps, 98.0) << "steps judged before their GPU records arrived read as idle";
   const Judgement j = judgement_of(r.log);
   ASSERT_GT(j.traced, 0) << r.log;
   EXPECT_GE(double(j.judged), 0.95 * double(j.traced)) << r.log;

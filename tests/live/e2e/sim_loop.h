@@ -4,7 +4,8 @@
 // only as CUPTI does), marks steps and data phases through the C API, and sleeps or spins for its
 // Python time. Nothing is pre-timed: the records' times are the model GPU's, the marks' the host's.
 //
-//   sim:<name>   healthy (GPU-bound, host one step ahead, >= 5,000 kernels/s, no per-step sync),
+//   sim:<name>   healthy (GPU-bound, host one step ahead, >= 5,000 kernels/s, no per-step sync,
+//                a 3 ms DataLoader fetch per step hidden by the host running ahead),
 //                starvation, item_sync, pageable, exposed_comm, exposed_a2a, launch_bound,
 //                allocator_churn, host_pause (a host-side pause per step: GPU idle, no fault of
 //                the kinds above), memset_starvation (the GPU resumes each step with a memset)
