@@ -9,7 +9,9 @@
 
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <regex>
+#include <sstream>
 #include <string>
 
 #include "e2e_support.h"
@@ -18,33 +20,56 @@ namespace {
 
 using namespace stepwatch::test_support;
 
-// The coefficient of variation of the step times the run wrote.
-double step_time_cv(const RunResult& r) {
-  std::vector<double> d;
-  for (const auto& s : r.steps) {
-    if (s.value("type", "") == "step") d.push_back(s.value("dur_ms", 0.0));
+// The model GPU's busy share of each step's window, as the driver printed it ("truth: step N
+// busy_pct X"): the ground truth stepwatch's per-step breakdown is compared with.
+std::map<int, double> truth_busy(const RunResult& r) {
+  std::map<int, double> out;
+  std::istringstream in(r.out);
+  for (std::string line; std::getline(in, line);) {
+    int step = 0;
+    double pct = 0;
+    if (std::sscanf(line.c_str(), "truth: step %d busy_pct %lf", &step, &pct) == 2) out[step] = pct;
   }
-  if (d.size() < 2) return 0;
-  double mean = 0, var = 0;
-  for (double x : d) mean += x / double(d.size());
-  for (double x : d) var += (x - mean) * (x - mean) / double(d.size());
-  return std::sqrt(var) / mean;
+  return out;
 }
 
-// Findings above info. step_variance judges the step times themselves, which a loaded test machine
-// (this replay runs in real time, the host loop gets preempted) really makes vary: it counts only
-// when the run's steps did not vary (CV < 0.1), i.e. when it would be false.
-size_t findings_above_info(const RunResult& r, std::string* which = nullptr) {
+// Findings above info that the ground truth does not explain. A loaded test machine preempts the
+// live loop's host thread now and then, and the GPU really drains: a per-step finding on a step
+// whose model GPU was busy < 95% of it is true, and so are the trend detectors (step_variance,
+// epoch_boundary_stall) once any step was. The rest — on steps the GPU kept busy — would be false.
+size_t unexplained_findings(const RunResult& r, std::string* which = nullptr) {
+  const std::map<int, double> truth = truth_busy(r);
+  bool any_stall = false;
+  for (const auto& [step, pct] : truth) any_stall |= pct < 95.0;
   size_t n = 0;
-  const bool steps_varied = step_time_cv(r) >= 0.1;
   for (const auto& f : r.findings) {
     if (f.value("type", "") != "finding" || f.value("severity", "") == "info") continue;
-    if (f.value("detector", "") == "step_variance" && steps_varied) continue;
+    const std::string detector = f.value("detector", "");
+    const int step = f.value("step", -1);
+    const auto t = truth.find(step);
+    const bool stalled = t != truth.end() && t->second < 95.0;
+    const bool trend = detector == "step_variance" || detector == "epoch_boundary_stall";
+    if (stalled || (trend && any_stall)) continue;
     ++n;
-    if (which != nullptr) *which += f.value("detector", "") + "@" + std::to_string(f.value("step", -1)) + " ";
+    if (which != nullptr) *which += detector + "@" + std::to_string(step) + " " + f.dump().substr(0, 300) + "\n";
   }
-  if (which != nullptr) *which += "(step time CV " + std::to_string(step_time_cv(r)) + ")";
   return n;
+}
+
+// Per step, stepwatch's GPU busy against the model GPU's: the records were all there when judged.
+void expect_busy_matches_truth(const RunResult& r, int from_step = 0) {
+  const std::map<int, double> truth = truth_busy(r);
+  ASSERT_FALSE(truth.empty()) << r.out;
+  int compared = 0;
+  for (const auto& s : r.steps) {
+    if (s.value("type", "") != "step" || s.value("step", -1) < from_step) continue;
+    const auto t = truth.find(s.value("step", -1));
+    if (t == truth.end()) continue;
+    ++compared;
+    EXPECT_NEAR(s.value("gpu_busy_pct", -100.0), t->second, 2.0)
+        << "step " << t->first << ": judged before its GPU records arrived, or on a mixed clock";
+  }
+  EXPECT_GT(compared, 0);
 }
 
 struct Judgement {
@@ -103,17 +128,10 @@ TEST(FaithfulHealthy, TwoHundredStepsWithProductionDefaultsAreJudgedCompleteAndS
   const double rate = kernels_per_second(r.out);
   EXPECT_GE(rate, 5000.0) << r.out;
   std::string which;
-  EXPECT_EQ(findings_above_info(r, &which), 0u) << which << "\n" << r.log;
-  // Judged from their records: the GPU never idles in this loop.
-  double busy = 0;
-  int judged_steps = 0;
-  for (const auto& s : r.steps) {
-    if (s.value("type", "") != "step" || s.value("step", -1) < 2) continue;
-    busy += s.value("gpu_busy_pct", 0.0);
-    ++judged_steps;
-  }
-  ASSERT_GT(judged_steps, 0);
-  EXPECT_GE(busy / judged_steps, 98.0) << "steps judged before their GPU records arrived read as idle";
+  EXPECT_EQ(unexplained_findings(r, &which), 0u) << which << "\n" << r.log;
+  // Judged from their records: every step's GPU busy is the model GPU's (~100%: the host keeps a
+  // step queued). Before the fix the same loop read 15% busy and 49 input_starvation findings.
+  expect_busy_matches_truth(r);
   const Judgement j = judgement_of(r.log);
   ASSERT_GT(j.traced, 0) << r.log;
   EXPECT_GE(double(j.judged), 0.95 * double(j.traced)) << r.log;
@@ -227,14 +245,11 @@ TEST(FaithfulProfiler, WithTeardownTracingResumesOnTheConvertedClock) {
   EXPECT_NE(r.log.find("resumed: the other CUPTI client let go"), std::string::npos) << r.log;
   EXPECT_NE(r.log.find("converts its timestamps to the host clock"), std::string::npos) << r.log;
   std::string which;
-  EXPECT_EQ(findings_above_info(r, &which), 0u) << which << "\n" << r.log;
+  EXPECT_EQ(unexplained_findings(r, &which), 0u) << which << "\n" << r.log;
   int judged_after = 0;
-  for (const auto& s : r.steps) {
-    if (s.value("type", "") != "step" || s.value("step", -1) < 16) continue;
-    ++judged_after;
-    EXPECT_GE(s.value("gpu_busy_pct", 0.0), 99.0) << s.dump() << "\nmisaligned clocks read as GPU idle";
-  }
+  for (const auto& s : r.steps) judged_after += s.value("type", "") == "step" && s.value("step", -1) >= 16 ? 1 : 0;
   EXPECT_GE(judged_after, 6) << r.log;
+  expect_busy_matches_truth(r, 16);  // misaligned clocks would read as GPU idle
 }
 
 // Problem 5: the libcupti the process has loaded (the fake, soname libcupti.so.13, loaded first as

@@ -98,6 +98,8 @@ TracerState CuptiAdapterCore::start(const CuptiApi* api, const GpuTracerOptions&
       detail = "the CUPTI function table is incomplete; GPU tracing is off";
     } else {
       api_ = *api;
+      static std::atomic<uint64_t> next_instance{1};
+      instance_id_.store(next_instance.fetch_add(1));
       pool_ = std::make_unique<ActivityBufferPool>(static_cast<size_t>(options_.buffer_bytes), options_.max_buffers);
       converter_ = std::make_unique<RecordConverter>(api_, *sink_);
       converter_->set_tracker(&tracker_);

@@ -108,6 +108,7 @@ class CuptiAdapterCore : public std::enable_shared_from_this<CuptiAdapterCore> {
   size_t next_buffer_bytes() noexcept;
 
   // Set by start(), constant afterwards: read without locks by callbacks and threads.
+  std::atomic<uint64_t> instance_id_{0};  // adaptive buffer sizes' per-thread state belongs to it
   CuptiApi api_;
   GpuTracerOptions options_;
   EventSink* sink_ = nullptr;

@@ -11,7 +11,7 @@ namespace {
 // The calling thread's previous buffer request, for adaptive sizes. Trivially destructible: no
 // TLS destructor runs on CUPTI's or the application's threads.
 struct ThreadFill {
-  const void* owner = nullptr;
+  uint64_t owner = 0;  // the core's instance id (not its address: a new core may reuse it)
   int64_t last_request_ns = 0;
   size_t last_bytes = 0;
 };
@@ -41,13 +41,14 @@ size_t CuptiAdapterCore::next_buffer_bytes() noexcept {
   // or two. A rate spike gives more, smaller buffers (bounded by the pool), never a late step.
   const int64_t now = monotonic_ns();
   size_t wanted = static_cast<size_t>(options_.initial_buffer_bytes);
-  if (t_fill.owner == this && t_fill.last_request_ns != 0) {
+  const uint64_t id = instance_id_.load(std::memory_order_relaxed);
+  if (t_fill.owner == id && t_fill.last_request_ns != 0) {
     const int64_t elapsed = std::max<int64_t>(now - t_fill.last_request_ns, 1'000'000);
     const double scale = double(options_.flush_period_ms) * 1e6 / double(elapsed);
     wanted = static_cast<size_t>(std::clamp(double(t_fill.last_bytes) * scale, double(ActivityBufferPool::kMinBufferBytes),
                                             double(max_bytes)));
   }
-  t_fill = ThreadFill{this, now, pool_->size_class(wanted)};
+  t_fill = ThreadFill{id, now, pool_->size_class(wanted)};
   return wanted;
 }
 

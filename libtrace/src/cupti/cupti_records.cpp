@@ -97,8 +97,6 @@ int16_t device_of(uint32_t device_id) {
   return device_id > 0x7fff ? int16_t{-1} : static_cast<int16_t>(device_id);
 }
 
-// Record timestamps are CLOCK_REALTIME ns: far below INT64_MAX until year 2262.
-int64_t ns(uint64_t t) { return static_cast<int64_t>(t); }
 
 // The size of the kinds read here (to locate what follows the last record read); 0 for others.
 size_t record_size(CUpti_ActivityKind kind) {
@@ -304,6 +302,16 @@ NameId RecordConverter::overhead_name(uint32_t overhead_kind) noexcept {
   return id;
 }
 
+// The clock map of one parse applied to a record's timestamps (0 stays 0: "no timestamp"). CUPTI's
+// default is CLOCK_REALTIME ns: far below INT64_MAX until year 2262.
+struct Timestamps {
+  ClockMap map;
+  int64_t operator()(uint64_t t) const noexcept {
+    return map.mode == ClockMap::Mode::kConvert && t != 0 ? map.to_host(t) : static_cast<int64_t>(t);
+  }
+  bool dropped() const noexcept { return map.mode == ClockMap::Mode::kDrop; }
+};
+
 namespace {
 
 // A handful of streams per buffer: a linear search beats a map.
@@ -317,14 +325,6 @@ void note_stream_start(ParseScratch& sc, const Event& ev) {
   if (sc.first_start.size() < 64) sc.first_start.emplace_back(ev.stream, ev.start_ns);
 }
 
-// The clock map of one parse applied to a record's timestamps (0 stays 0: "no timestamp").
-struct Timestamps {
-  ClockMap map;
-  int64_t operator()(uint64_t t) const noexcept {
-    return map.mode == ClockMap::Mode::kConvert && t != 0 ? map.to_host(t) : ns(t);
-  }
-  bool dropped() const noexcept { return map.mode == ClockMap::Mode::kDrop; }
-};
 
 // A GPU record a forced flush handed back before it completed: no end, or an end before its start
 // (pytorch/pytorch#195844: "a still-running kernel handed back with a zero end timestamp and never
@@ -337,9 +337,11 @@ bool incomplete_gpu_record(const Event& ev, bool forced) noexcept {
 
 }  // namespace
 
-bool RecordConverter::convert(CUpti_Activity* record, ParseScratch& sc, const ClockMap& clock, bool forced, Event& ev,
-                              BufferParseResult& result) noexcept {
-  const Timestamps ts{clock};
+namespace {
+
+// The GPU kinds (kernels, copies, memsets): false when the record is not submitted (incomplete).
+bool convert_gpu_record(CUpti_Activity* record, ParseScratch& sc, EventSink& sink, const Timestamps& ts, bool forced,
+                        Event& ev, BufferParseResult& result) noexcept {
   switch (record->kind) {
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
     case CUPTI_ACTIVITY_KIND_KERNEL: {
@@ -356,7 +358,7 @@ bool RecordConverter::convert(CUpti_Activity* record, ParseScratch& sc, const Cl
       }
       if (ev.start_ns == 0 && ev.end_ns == 0) break;  // skipped below; no name needed
       if (r->name != nullptr) {
-        const ParseScratch::Entry& n = sc.get(r->name, sink_);
+        const ParseScratch::Entry& n = sc.get(r->name, sink);
         ev.name = n.name;
         ev.collective = n.collective;
       }
@@ -426,6 +428,17 @@ bool RecordConverter::convert(CUpti_Activity* record, ParseScratch& sc, const Cl
       sc.gpu_ids.push_back(r->correlationId);
       break;
     }
+    default:
+      return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool RecordConverter::convert_host_record(CUpti_Activity* record, ParseScratch& sc, const Timestamps& ts, Event& ev,
+                                          BufferParseResult& result) noexcept {
+  switch (record->kind) {
     case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
       const auto* r = reinterpret_cast<const SyncRecord*>(record);
       ev.kind = EventKind::kSync;
@@ -498,6 +511,24 @@ bool RecordConverter::convert(CUpti_Activity* record, ParseScratch& sc, const Cl
       ++result.ignored;
       return false;
   }
+  return true;
+}
+
+bool RecordConverter::convert(CUpti_Activity* record, ParseScratch& sc, const ClockMap& clock, bool forced, Event& ev,
+                              BufferParseResult& result) noexcept {
+  const Timestamps ts{clock};
+  switch (record->kind) {
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+    case CUPTI_ACTIVITY_KIND_KERNEL:
+    case CUPTI_ACTIVITY_KIND_MEMCPY:
+    case CUPTI_ACTIVITY_KIND_MEMCPY2:
+    case CUPTI_ACTIVITY_KIND_MEMSET:
+      if (!convert_gpu_record(record, sc, sink_, ts, forced, ev, result)) return false;
+      break;
+    default:
+      if (!convert_host_record(record, sc, ts, ev, result)) return false;
+      break;
+  }
   // CUPTI's clock changed and the conversion is not calibrated yet: set aside (the adapter
   // reports the interval incomplete), never mixed with host-clock events.
   if (ts.dropped()) {
@@ -512,6 +543,7 @@ bool RecordConverter::convert(CUpti_Activity* record, ParseScratch& sc, const Cl
   }
   return true;
 }
+
 
 BufferParseResult RecordConverter::parse(uint8_t* buffer, size_t valid_bytes, bool forced) noexcept {
   BufferParseResult result;

@@ -53,6 +53,7 @@ struct BufferParseResult {
 };
 
 class ParseScratch;  // cupti_records.cpp: a parse's kernel-name cache and scratch vectors
+struct Timestamps;   // cupti_records.cpp: the clock map applied to one record
 
 // Thread-safe: several threads may parse different buffers at once (per-thread activity buffers
 // complete on application threads, on CUPTI's worker and inside our FlushAll). Shared state: the
@@ -97,6 +98,9 @@ class RecordConverter {
   // One record into `ev`; false when it is not submitted (ignored, held, dropped, incomplete).
   bool convert(CUpti_Activity* record, ParseScratch& scratch, const ClockMap& clock, bool forced, Event& ev,
                BufferParseResult& result) noexcept;
+  // Sync, API, allocation and overhead records (the GPU kinds are a free function).
+  bool convert_host_record(CUpti_Activity* record, ParseScratch& scratch, const Timestamps& ts, Event& ev,
+                           BufferParseResult& result) noexcept;
 
   const CuptiApi& api_;
   EventSink& sink_;

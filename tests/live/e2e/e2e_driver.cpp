@@ -339,12 +339,18 @@ int run_sim(void* sw, const FakeCuptiSim* sim, const std::string& name, int step
     poller = std::thread([&] { stepwatch::e2e::poll_event_queries(*sim, 5'000, &stop_polling); });
   }
   const int64_t t0 = now_ns();
-  const uint64_t kernels = stepwatch::e2e::run_sim_loop(program, steps, c, *sim,
-                                                        mode == "profiler" ? &profiler_around_steps : nullptr, &profiler);
+  std::vector<std::pair<int64_t, int64_t>> windows;
+  const uint64_t kernels = stepwatch::e2e::run_sim_loop(
+      program, steps, c, *sim, mode == "profiler" ? &profiler_around_steps : nullptr, &profiler, &windows);
   const double seconds = double(now_ns() - t0) / 1e9;
   stop_polling = true;
   if (poller.joinable()) poller.join();
   flush();
+  // The ground truth per step: the model GPU's busy share of the step's window.
+  for (size_t i = 0; i < windows.size(); ++i) {
+    const auto [a, b] = windows[i];
+    std::printf("truth: step %zu busy_pct %.2f\n", i, b > a ? 100.0 * double(sim->busy_ns(a, b)) / double(b - a) : 0.0);
+  }
   FakeCuptiSimStats st{};
   sim->stats(&st);
   std::printf("sim: %llu kernels in %.2f s (%.0f kernels/s); buffers delivered %llu, withheld (summed over flushes) "

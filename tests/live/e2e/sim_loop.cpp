@@ -128,7 +128,8 @@ bool sim_program(const std::string& name, SimProgram& p) {
 }
 
 uint64_t run_sim_loop(const SimProgram& p, int steps, const CApi& c, const FakeCuptiSim& sim,
-                      void (*before_step)(int step, void* ctx), void* ctx) {
+                      void (*before_step)(int step, void* ctx), void* ctx,
+                      std::vector<std::pair<int64_t, int64_t>>* windows) {
   FakeCuptiModel model;
   sim.model_defaults(&model);
   // Host one step ahead: a launch blocks once a step's worth of work is queued.
@@ -137,6 +138,7 @@ uint64_t run_sim_loop(const SimProgram& p, int steps, const CApi& c, const FakeC
   uint64_t kernels = 0;
   for (int step = 0; step < steps; ++step) {
     if (before_step != nullptr) before_step(step, ctx);
+    const int64_t begin = now_ns();
     c.step_begin(step);
     c.phase_push("DataLoader");
     host_time(p.data_wait_ns);
@@ -170,6 +172,7 @@ uint64_t run_sim_loop(const SimProgram& p, int steps, const CApi& c, const FakeC
     }
     host_time(p.host_pause_ns);
     c.step_end();
+    if (windows != nullptr) windows->emplace_back(begin, now_ns());
     kernels += static_cast<uint64_t>(p.kernels_per_step);
   }
   return kernels;

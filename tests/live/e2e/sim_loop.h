@@ -13,6 +13,8 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "fake_cupti/fake_cupti.h"
 
@@ -50,9 +52,11 @@ struct SimProgram {
 bool sim_program(const std::string& name, SimProgram& out);
 
 // Runs `steps` steps. `before_step(step)` runs at the start of each (modes: a torch.profiler
-// session, ...). Returns the kernels launched.
+// session, ...). Returns the kernels launched; `windows` gets each step's [begin, end) as the host
+// marked it (CLOCK_REALTIME), for the ground truth (FakeCuptiSim::busy_ns).
 uint64_t run_sim_loop(const SimProgram& p, int steps, const CApi& c, const FakeCuptiSim& sim,
-                      void (*before_step)(int step, void* ctx), void* ctx);
+                      void (*before_step)(int step, void* ctx), void* ctx,
+                      std::vector<std::pair<int64_t, int64_t>>* windows = nullptr);
 
 // A thread polling cudaEventQuery on an idle stream every `period_ns` (the NCCL watchdog, the
 // caching allocator): completed queries, each of which leaves a sync record. Stops when `*stop`.

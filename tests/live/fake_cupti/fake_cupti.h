@@ -201,6 +201,8 @@ FAKE_CUPTI_API uint32_t fake_cupti_sim_free(int64_t host_ns);   /* cudaFree: wai
 FAKE_CUPTI_API uint32_t fake_cupti_sim_malloc(int64_t host_ns); /* cudaMalloc */
 /* When `stream`'s queued work ends (CLOCK_REALTIME ns; 0 when it never had any). */
 FAKE_CUPTI_API int64_t fake_cupti_sim_stream_end(uint32_t stream);
+/* Ground truth: how long the model GPU was busy (any stream) in [from_ns, to_ns) (CLOCK_REALTIME). */
+FAKE_CUPTI_API int64_t fake_cupti_sim_busy_ns(int64_t from_ns, int64_t to_ns);
 
 typedef struct FakeCuptiSimStats {
   size_t struct_size;
@@ -252,6 +254,7 @@ typedef struct FakeCuptiSim {
   int (*thread_id_type)(void);
   int (*timestamp_registrations)(void);
   int (*thread_id_type_set_while_enabled)(void);
+  int64_t (*busy_ns)(int64_t, int64_t);
 } FakeCuptiSim;
 FAKE_CUPTI_API const FakeCuptiSim* fake_cupti_sim(void);
 

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <iterator>
 #include <cstddef>
 #include <cstring>
 #include <deque>
@@ -14,61 +15,14 @@
 #include <vector>
 
 #include "cupti/cupti_record_builder.h"
+#include "fake_cupti_model.h"
 #include "fake_cupti_state.h"
 
 namespace fake_cupti {
-namespace {
+namespace sim {
 
 using stepwatch::live::ActivityBufferBuilder;
 
-// A GPU record whose timestamps are written when its buffer is delivered: GPU timestamps are
-// converted to the CPU clock "during the post-processing phase" (cupti_activity.h:8126-8131), and
-// a forced flush may hand it back still incomplete.
-struct GpuSlot {
-  size_t offset = 0;
-  size_t start_field = 0;  // offsetof(start), offsetof(end) in its struct
-  size_t end_field = 0;
-  size_t completed_field = 0;  // Kernel10::completed (0 = none)
-  int64_t start_rt = 0;
-  int64_t end_rt = 0;
-};
-
-struct SimBuffer {
-  uint8_t* data = nullptr;
-  size_t size = 0;
-  size_t used = 0;
-  int64_t complete_at = 0;  // when its last record completes (realtime)
-  std::vector<GpuSlot> gpu;
-};
-
-// One record to write: its bytes (CPU-side timestamps already on CUPTI's clock) and, for a GPU
-// record, what is filled in at delivery.
-struct Pending {
-  std::vector<uint8_t> bytes;
-  bool is_gpu = false;
-  GpuSlot slot;
-};
-
-constexpr int64_t kThreadGlobal = -1;  // per-thread buffers off: one buffer for every thread
-constexpr int64_t kDeviceKey = -2;     // kernel records written when the kernel ends
-constexpr int64_t kReturnLatencyNs = 8'000;  // a blocking call returns this long after its work
-
-struct DeviceRecord {
-  Pending record;
-  int64_t end_rt;
-};
-
-// The model, guarded by state().mu.
-struct Model {
-  std::map<int64_t, SimBuffer> open;  // by thread key
-  std::vector<SimBuffer> closed;      // full, waiting for their records to complete
-  std::map<uint32_t, int64_t> stream_end;
-  std::map<uint32_t, int64_t> stream_floor;  // cudaStreamWaitEvent dependencies
-  std::deque<int64_t> in_flight;             // end times of queued GPU work, sorted
-  std::vector<DeviceRecord> device_pending;  // kernel_record_at_launch == 0
-  FakeCuptiSimStats stats{};
-  uint32_t next_correlation = 1;
-};
 
 Model& model() {
   static Model* m = new Model();  // leaked with the fake's state
@@ -160,43 +114,7 @@ void emit(int64_t key, std::vector<Pending>& records) {
   }
 }
 
-template <typename R>
-Pending record_of(const R& rec) {
-  Pending p;
-  p.bytes.resize(sizeof(R));
-  std::memcpy(p.bytes.data(), &rec, sizeof(R));
-  return p;
-}
 
-template <typename R>
-Pending gpu_record_of(const R& rec, int64_t start_rt, int64_t end_rt, size_t start_field, size_t end_field,
-                      size_t completed_field = 0) {
-  Pending p = record_of(rec);
-  p.is_gpu = true;
-  p.slot.start_field = start_field;
-  p.slot.end_field = end_field;
-  p.slot.completed_field = completed_field;
-  p.slot.start_rt = start_rt;
-  p.slot.end_rt = end_rt;
-  return p;
-}
-
-// One simulated CUDA call: the outer (runtime, or driver when called directly) API and the driver
-// API the runtime calls inside it, each with its own correlation id (CUpti_CallbackData
-// correlationId, cupti_callbacks.h:331-406), callbacks ENTER outer, ENTER inner ... EXIT inner,
-// EXIT outer, and their API records.
-struct ApiCall {
-  CUpti_CallbackDomain outer_domain = CUPTI_CB_DOMAIN_RUNTIME_API;
-  uint32_t outer_cbid = 0;
-  uint32_t inner_cbid = 0;  // a driver cbid, 0 = none
-  const char* symbol = nullptr;
-  uint32_t outer_corr = 0;
-  uint32_t inner_corr = 0;
-  int64_t enter = 0;
-  int64_t inner_enter = 0;
-  uint64_t outer_data = 0;
-  uint64_t inner_data = 0;
-};
 
 void fire(const ApiCall& call, bool inner, CUpti_ApiCallbackSite site, uint64_t* data) {
   CUpti_CallbackData cb{};
@@ -212,7 +130,7 @@ void fire(const ApiCall& call, bool inner, CUpti_ApiCallbackSite site, uint64_t*
   fire_subscriber(domain, cbid, &cb);
 }
 
-ApiCall begin_call(CUpti_CallbackDomain domain, uint32_t cbid, uint32_t inner_cbid, const char* symbol = nullptr) {
+ApiCall begin_call(CUpti_CallbackDomain domain, uint32_t cbid, uint32_t inner_cbid, const char* symbol) {
   ApiCall call;
   call.outer_domain = domain;
   call.outer_cbid = cbid;
@@ -271,6 +189,25 @@ void end_call(ApiCall& call, std::vector<Pending> gpu, std::vector<Pending> cpu)
   emit(key, records);
 }
 
+// Adds [start, end) to the merged busy intervals (work is queued roughly in time order: the merge
+// looks at the last few intervals only).
+void note_busy_locked(int64_t start, int64_t end) {
+  auto& busy = model().busy;
+  if (busy.size() >= (1u << 20)) busy.erase(busy.begin(), busy.begin() + (1 << 19));
+  auto it = std::upper_bound(busy.begin(), busy.end(), std::make_pair(start, INT64_MAX));
+  if (it != busy.begin() && std::prev(it)->second >= start) {
+    --it;
+    it->second = std::max(it->second, end);
+  } else {
+    it = busy.insert(it, {start, end});
+  }
+  auto next = std::next(it);
+  while (next != busy.end() && next->first <= it->second) {
+    it->second = std::max(it->second, next->second);
+    next = busy.erase(next);
+  }
+}
+
 // Queues GPU work of `gpu_ns` on `stream`: waits while the launch queue is full (a launch call
 // blocks then), returns [start, end) on the model GPU.
 std::pair<int64_t, int64_t> queue_work(uint32_t stream, int64_t gpu_ns, bool waits_for_queue) {
@@ -292,6 +229,7 @@ std::pair<int64_t, int64_t> queue_work(uint32_t stream, int64_t gpu_ns, bool wai
   const int64_t end = start + std::max<int64_t>(gpu_ns, 1);
   m.stream_end[stream] = end;
   m.in_flight.insert(std::upper_bound(m.in_flight.begin(), m.in_flight.end(), end), end);
+  note_busy_locked(start, end);
   return {start, end};
 }
 
@@ -363,7 +301,9 @@ void finish_slot_locked(SimBuffer& b, const GpuSlot& g, int64_t now, bool forced
   put(g.completed_field, to_cupti_clock_locked(g.end_rt));
 }
 
-}  // namespace
+}  // namespace sim
+
+using namespace sim;
 
 // Kernel records of the "written when the kernel ends" variant, for kernels that ended: into a
 // buffer of their own, requested on the flushing thread.
@@ -417,6 +357,7 @@ void sim_collect_for_flush_locked(bool forced, std::vector<Delivery>& out) {
 
 void sim_reset_locked() {
   Model& m = model();
+  m.busy.clear();
   m.open.clear();
   m.closed.clear();
   m.stream_end.clear();
@@ -441,221 +382,3 @@ void sim_finalize_locked() {
 
 }  // namespace fake_cupti
 
-using fake_cupti::ApiCall;
-using fake_cupti::FakeState;
-using fake_cupti::Pending;
-using fake_cupti::state;
-
-extern "C" {
-
-void fake_cupti_model_defaults(FakeCuptiModel* model) {
-  if (model == nullptr) return;
-  *model = FakeCuptiModel{};
-  model->struct_size = sizeof(FakeCuptiModel);
-  model->kernel_record_at_launch = 1;
-  model->flush_withholds_incomplete = 1;
-  model->forced_incomplete_invalid_kind = 0;
-  model->completed_query_sync_records = 1;
-  model->launch_queue_depth = 1024;
-  model->launch_latency_ns = 5'000;
-  model->api_call_ns = 3'000;
-}
-
-void fake_cupti_set_model(const FakeCuptiModel* model) {
-  if (model == nullptr) return;
-  std::lock_guard lock(state().mu);
-  state().model = *model;
-}
-
-uint32_t fake_cupti_sim_launch(const char* kernel, uint32_t stream, int64_t gpu_ns, int via_runtime) {
-  ApiCall call = via_runtime != 0
-                     ? fake_cupti::begin_call(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
-                                              CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, kernel)
-                     : fake_cupti::begin_call(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 0, kernel);
-  const auto [start, end] = fake_cupti::queue_work(stream, gpu_ns, /*waits_for_queue=*/true);
-  std::vector<Pending> gpu;
-  fake_cupti::kernel_records(call, kernel, stream, start, end, gpu);
-  fake_cupti::spin_api_call();
-  fake_cupti::end_call(call, std::move(gpu), {});
-  return call.outer_corr;
-}
-
-uint32_t fake_cupti_sim_memcpy(int copy_kind, int host_memory, int async, uint64_t bytes, uint32_t stream,
-                               int64_t gpu_ns) {
-  const bool to_device = copy_kind == CUPTI_ACTIVITY_MEMCPY_KIND_HTOD;
-  const bool dtod = copy_kind == CUPTI_ACTIVITY_MEMCPY_KIND_DTOD;
-  const uint32_t inner = dtod ? (async ? CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2 : CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoD_v2)
-                         : to_device ? (async ? CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2 : CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2)
-                                     : (async ? CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2 : CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2);
-  ApiCall call = fake_cupti::begin_call(
-      CUPTI_CB_DOMAIN_RUNTIME_API,
-      async ? CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020 : CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020, inner);
-  const auto [start, end] = fake_cupti::queue_work(stream, gpu_ns, /*waits_for_queue=*/true);
-  std::vector<Pending> gpu;
-  {
-    std::lock_guard lock(state().mu);
-    if (state().kinds.count(CUPTI_ACTIVITY_KIND_MEMCPY) != 0) {
-      const auto host = static_cast<CUpti_ActivityMemoryKind>(host_memory);
-      const auto device = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
-      stepwatch::live::ActivityBufferBuilder b(sizeof(CUpti_ActivityMemcpy6));
-      // 2200-2211: correlationId is the driver call's, runtimeCorrelationId the runtime call's.
-      const auto src = to_device ? host : device;
-      const auto dst = to_device || dtod ? device : host;
-      CUpti_ActivityMemcpy6* r = b.memcpy(static_cast<CUpti_ActivityMemcpyKind>(copy_kind), src, dst, async != 0, bytes,
-                                          0, 0, call.inner_corr, call.outer_corr, 0, stream);
-      gpu.push_back(fake_cupti::gpu_record_of(*r, start, end, offsetof(CUpti_ActivityMemcpy6, start),
-                                              offsetof(CUpti_ActivityMemcpy6, end)));
-      ++fake_cupti::model().stats.gpu_records;
-    }
-  }
-  // A synchronous copy, or an async one from pageable memory, returns when the copy is done.
-  const bool blocks = async == 0 || host_memory == CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE;
-  if (blocks) {
-    fake_cupti::wait_until(end + fake_cupti::kReturnLatencyNs);
-  } else {
-    fake_cupti::spin_api_call();
-  }
-  fake_cupti::end_call(call, std::move(gpu), {});
-  return call.outer_corr;
-}
-
-uint32_t fake_cupti_sim_memset(uint64_t bytes, uint32_t stream, int64_t gpu_ns) {
-  ApiCall call = fake_cupti::begin_call(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020,
-                                        CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async);
-  const auto [start, end] = fake_cupti::queue_work(stream, gpu_ns, /*waits_for_queue=*/true);
-  std::vector<Pending> gpu;
-  {
-    std::lock_guard lock(state().mu);
-    if (state().kinds.count(CUPTI_ACTIVITY_KIND_MEMSET) != 0) {
-      stepwatch::live::ActivityBufferBuilder b(sizeof(CUpti_ActivityMemset4));
-      // 2455-2457: "identical to the correlation ID in the driver API activity record".
-      CUpti_ActivityMemset4* r = b.memset(bytes, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, true, 0, 0, call.inner_corr, 0, stream);
-      gpu.push_back(fake_cupti::gpu_record_of(*r, start, end, offsetof(CUpti_ActivityMemset4, start),
-                                              offsetof(CUpti_ActivityMemset4, end)));
-      ++fake_cupti::model().stats.gpu_records;
-    }
-  }
-  fake_cupti::spin_api_call();
-  fake_cupti::end_call(call, std::move(gpu), {});
-  return call.outer_corr;
-}
-
-namespace {
-// A call that waits for `until` and leaves a SYNCHRONIZATION record of `type`.
-uint32_t blocking_sync(uint32_t outer, uint32_t inner, CUpti_ActivitySynchronizationType type, uint32_t stream,
-                       int64_t until) {
-  ApiCall call = fake_cupti::begin_call(CUPTI_CB_DOMAIN_RUNTIME_API, outer, inner);
-  fake_cupti::wait_until(std::max(until + fake_cupti::kReturnLatencyNs, fake_cupti::realtime_ns()));
-  std::vector<Pending> cpu;
-  {
-    std::lock_guard lock(state().mu);
-    if (state().kinds.count(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION) != 0) {
-      cpu.push_back(fake_cupti::sync_record(type, call.enter, fake_cupti::realtime_ns(), call.outer_corr, stream, 0));
-    }
-  }
-  fake_cupti::end_call(call, {}, std::move(cpu));
-  return call.outer_corr;
-}
-}  // namespace
-
-uint32_t fake_cupti_sim_stream_sync(uint32_t stream) {
-  int64_t until = 0;
-  {
-    std::lock_guard lock(state().mu);
-    until = fake_cupti::model().stream_end[stream];
-  }
-  return blocking_sync(CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020, CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize,
-                       CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE, stream, until);
-}
-
-uint32_t fake_cupti_sim_device_sync(void) {
-  int64_t until = 0;
-  {
-    std::lock_guard lock(state().mu);
-    until = fake_cupti::all_streams_end_locked();
-  }
-  return blocking_sync(CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020, CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize,
-                       CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE, CUPTI_SYNCHRONIZATION_INVALID_VALUE, until);
-}
-
-int fake_cupti_sim_event_query(uint32_t stream) {
-  ApiCall call = fake_cupti::begin_call(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaEventQuery_v3020,
-                                        CUPTI_DRIVER_TRACE_CBID_cuEventQuery);
-  fake_cupti::spin_api_call();
-  bool complete = false;
-  std::vector<Pending> cpu;
-  {
-    std::lock_guard lock(state().mu);
-    FakeState& s = state();
-    complete = fake_cupti::model().stream_end[stream] <= fake_cupti::realtime_ns();
-    // 8256-8266: by default every query makes a record; EnableAllSyncRecords(0) drops only those of
-    // queries whose work has not completed (returnValue CUDA_ERROR_NOT_READY, 600). A completed
-    // query's record looks like an event synchronization — UNVERIFIED which type CUPTI gives it.
-    const bool all = s.all_sync_records != 0;
-    const bool emit = complete ? s.model.completed_query_sync_records != 0 : all;
-    if (emit && s.kinds.count(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION) != 0) {
-      cpu.push_back(fake_cupti::sync_record(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE, call.enter,
-                                            fake_cupti::realtime_ns(), call.outer_corr, stream, complete ? 0u : 600u));
-    }
-  }
-  fake_cupti::end_call(call, {}, std::move(cpu));
-  return complete ? 1 : 0;
-}
-
-uint32_t fake_cupti_sim_stream_wait(uint32_t waiting, uint32_t on) {
-  ApiCall call = fake_cupti::begin_call(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_v3020,
-                                        CUPTI_DRIVER_TRACE_CBID_cuStreamWaitEvent);
-  std::vector<Pending> cpu;
-  {
-    std::lock_guard lock(state().mu);
-    fake_cupti::Model& m = fake_cupti::model();
-    m.stream_floor[waiting] = std::max(m.stream_floor[waiting], m.stream_end[on]);
-  }
-  fake_cupti::spin_api_call();
-  {
-    std::lock_guard lock(state().mu);
-    if (state().kinds.count(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION) != 0) {
-      cpu.push_back(fake_cupti::sync_record(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT, call.enter,
-                                            fake_cupti::realtime_ns(), call.outer_corr, waiting, 0));
-    }
-  }
-  fake_cupti::end_call(call, {}, std::move(cpu));
-  return call.outer_corr;
-}
-
-uint32_t fake_cupti_sim_free(int64_t host_ns) {
-  ApiCall call = fake_cupti::begin_call(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020,
-                                        CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2);
-  int64_t until = 0;
-  {
-    std::lock_guard lock(state().mu);
-    until = fake_cupti::all_streams_end_locked();
-  }
-  // cudaFree synchronizes implicitly: it waits for all queued work first.
-  fake_cupti::wait_until(std::max(until, fake_cupti::realtime_ns()) + host_ns);
-  fake_cupti::end_call(call, {}, {});
-  return call.outer_corr;
-}
-
-uint32_t fake_cupti_sim_malloc(int64_t host_ns) {
-  ApiCall call = fake_cupti::begin_call(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020,
-                                        CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2);
-  fake_cupti::wait_until(fake_cupti::realtime_ns() + host_ns);
-  fake_cupti::end_call(call, {}, {});
-  return call.outer_corr;
-}
-
-int64_t fake_cupti_sim_stream_end(uint32_t stream) {
-  std::lock_guard lock(state().mu);
-  const auto it = fake_cupti::model().stream_end.find(stream);
-  return it == fake_cupti::model().stream_end.end() ? 0 : it->second;
-}
-
-void fake_cupti_sim_stats(FakeCuptiSimStats* out) {
-  if (out == nullptr) return;
-  std::lock_guard lock(state().mu);
-  *out = fake_cupti::model().stats;
-  out->struct_size = sizeof(FakeCuptiSimStats);
-}
-
-}  // extern "C"
