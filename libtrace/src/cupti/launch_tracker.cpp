@@ -2,16 +2,37 @@
 
 #include <algorithm>
 #include <functional>
+#include <new>
 
 namespace stepwatch::live {
 
-// One application thread's calls, written by that thread only, read by the flush thread.
+// One application thread's calls, written by that thread only, read by the flush thread: a chain
+// of fixed-size chunks, so that memory follows the thread's call rate (one chunk for a quiet
+// thread, more for a launch-bound one between two ticks) up to a bound, past which calls are not
+// tracked (held as never completing: bounded, then reported incomplete).
 struct LaunchTracker::Ring {
-  explicit Ring(size_t n) : slots(n) {}
-  std::vector<Entry> slots;
-  std::atomic<uint64_t> head{0};  // written by the producer (release)
-  std::atomic<uint64_t> tail{0};  // written by the consumer (release)
-  uint32_t outer = 0;             // the producer's last outermost call (for nested driver calls)
+  static constexpr uint32_t kChunkEntries = 4096;  // 96 KiB
+  struct Chunk {
+    Entry slots[kChunkEntries];
+    std::atomic<uint32_t> count{0};     // written by the producer (release)
+    std::atomic<Chunk*> next{nullptr};  // set by the producer when it moves on (release)
+  };
+  explicit Ring(size_t max_entries)
+      : max_chunks(std::max<size_t>(1, (max_entries + kChunkEntries - 1) / kChunkEntries)),
+        write(new Chunk()), read(write) {}
+  ~Ring() {
+    for (Chunk* c = read; c != nullptr;) {
+      Chunk* next = c->next.load();
+      delete c;
+      c = next;
+    }
+  }
+  const size_t max_chunks;
+  std::atomic<size_t> chunks{1};
+  Chunk* write;  // the producer's chunk
+  Chunk* read;   // the consumer's chunk (the producer never touches a chunk before `write`)
+  uint32_t read_index = 0;
+  uint32_t outer = 0;  // the producer's last outermost call (for nested driver calls)
 };
 
 namespace {
@@ -49,18 +70,47 @@ LaunchTracker::Ring* LaunchTracker::ring_for_this_thread() noexcept {
 }
 
 void LaunchTracker::push(Ring& r, const Entry& e) noexcept {
-  const uint64_t head = r.head.load(std::memory_order_relaxed);
-  if (head - r.tail.load(std::memory_order_acquire) >= r.slots.size()) {
-    // Full: this call is not tracked. Held as a call that never completes (bounded, then the
-    // interval is reported incomplete) — never as one that did.
-    overflows_.fetch_add(1, std::memory_order_relaxed);
-    int64_t cur = overflow_from_ns_.load(std::memory_order_relaxed);
-    while (e.t_ns < cur && !overflow_from_ns_.compare_exchange_weak(cur, e.t_ns)) {
+  uint32_t n = r.write->count.load(std::memory_order_relaxed);
+  if (n == Ring::kChunkEntries) {
+    Ring::Chunk* next = nullptr;
+    if (r.chunks.load(std::memory_order_relaxed) < r.max_chunks) {
+      // A new chunk, rarely (once per 4096 calls of a busy thread), inside a CUDA callback: only
+      // the allocator's own lock is taken.
+      next = new (std::nothrow) Ring::Chunk();
     }
-    return;
+    if (next == nullptr) {
+      // At the bound: this call is not tracked. Held as a call that never completes (bounded,
+      // then the interval is reported incomplete) — never as one that did.
+      overflows_.fetch_add(1, std::memory_order_relaxed);
+      int64_t cur = overflow_from_ns_.load(std::memory_order_relaxed);
+      const int64_t t = e.alias_of != 0 ? r.write->slots[n - 1].t_ns : e.t_ns;
+      while (t < cur && !overflow_from_ns_.compare_exchange_weak(cur, t)) {
+      }
+      return;
+    }
+    r.chunks.fetch_add(1, std::memory_order_relaxed);
+    r.write->next.store(next, std::memory_order_release);
+    r.write = next;
+    n = 0;
   }
-  r.slots[head % r.slots.size()] = e;
-  r.head.store(head + 1, std::memory_order_release);
+  r.write->slots[n] = e;
+  r.write->count.store(n + 1, std::memory_order_release);
+}
+
+// The consumer's side of a ring: every entry published so far, chunks passed freed.
+template <typename Fn>
+void LaunchTracker::drain(Ring& r, Fn&& fn) {
+  for (;;) {
+    const uint32_t n = r.read->count.load(std::memory_order_acquire);
+    for (; r.read_index < n; ++r.read_index) fn(r.read->slots[r.read_index]);
+    if (r.read_index < Ring::kChunkEntries) return;
+    Ring::Chunk* next = r.read->next.load(std::memory_order_acquire);
+    if (next == nullptr) return;  // full, and the producer has not moved on yet
+    delete r.read;                // the producer writes only at or after `next`
+    r.chunks.fetch_sub(1, std::memory_order_relaxed);
+    r.read = next;
+    r.read_index = 0;
+  }
 }
 
 void LaunchTracker::enter(uint32_t correlation, int64_t t_ns, bool needs_gpu_record) noexcept {
@@ -147,10 +197,7 @@ LaunchTracker::Tick LaunchTracker::tick(int64_t now_ns, int64_t wait_limit_ns) n
     {
       std::lock_guard lock(rings_mu_);
       for (auto& ring : rings_) {
-        const uint64_t head = ring->head.load(std::memory_order_acquire);
-        uint64_t tail = ring->tail.load(std::memory_order_relaxed);
-        for (; tail != head; ++tail) add(ring->slots[tail % ring->slots.size()], tick_no);
-        ring->tail.store(tail, std::memory_order_release);
+        drain(*ring, [&](const Entry& e) { add(e, tick_no); });
       }
     }
     for (uint32_t id : gpu) complete(id, true, tick_no);
@@ -215,7 +262,7 @@ void LaunchTracker::clear_now() {
   }
   {
     std::lock_guard lock(rings_mu_);
-    for (auto& ring : rings_) ring->tail.store(ring->head.load(std::memory_order_acquire), std::memory_order_release);
+    for (auto& ring : rings_) drain(*ring, [](const Entry&) {});
   }
   pending_.clear();
   aliases_.clear();
