@@ -25,11 +25,10 @@ _c = _lib.load_default()
 # step() reads it; the C side keeps the authoritative state (a begin ends an open step anyway).
 _step_open = False
 
-# The shim's step sources, highest first: explicit step()/step_begin() calls, the optimizer hook of
-# stepwatch.torch.watch(optimizer), torch.profiler's profile.step(). One source wins: a source's
-# marks are ignored once a higher one has marked a step in this process (mixed sources would cut
-# steps in two). See _mark_step.
-_SOURCES = ("user", "optimizer", "profiler")
+# The shim's step sources: explicit step()/step_begin() calls and the optimizer hook of
+# stepwatch.torch.watch(optimizer) (these two together, as before: a first stepwatch.step() then
+# the hook is the documented pattern), and torch.profiler's profile.step(), which marks a step only
+# while neither of the others has (a profiler stepping next to them would cut steps in two).
 _sources_seen = set()
 
 _INT64_MAX = (1 << 63) - 1
@@ -105,10 +104,9 @@ def version():
 
 
 def _mark_step(source, n=None):
-    """step() on behalf of `source` ("optimizer", "profiler"): ignored (ERROR_DISABLED) when a
-    higher source in _SOURCES has marked a step already."""
-    rank = _SOURCES.index(source)
-    if any(_SOURCES.index(s) < rank for s in _sources_seen):
+    """step() on behalf of `source` ("optimizer" or "profiler"). The profiler's marks are ignored
+    (ERROR_DISABLED) once explicit calls or the optimizer hook have marked a step."""
+    if source == "profiler" and _sources_seen & {"user", "optimizer"}:
         return ERROR_DISABLED
     _sources_seen.add(source)
     return _step(n)
@@ -123,8 +121,8 @@ def step(n=None):
             stepwatch.step()
             train_one_step(batch)
 
-    Explicit calls are the highest step source: once one was made, the optimizer hook and
-    torch.profiler's profile.step() (stepwatch.torch.watch) no longer mark steps.
+    Once an explicit call (or stepwatch.torch.watch's optimizer hook) marked a step,
+    torch.profiler's profile.step() no longer does.
     """
     _sources_seen.add("user")
     return _step(n)

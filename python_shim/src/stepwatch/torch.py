@@ -17,10 +17,10 @@ What watch() installs (each undone by close()):
     subscriber) and resuming it after the last one stops (see "torch.profiler" below);
   - profile.step() as a step mark (profiler_steps=True): torch.profiler's ProfilerStep#N is a
     Kineto RecordFunction, not an NVTX range, so it never reaches the live library by itself.
-    One step source wins (stepwatch._api._SOURCES): explicit stepwatch.step() calls, then the
-    optimizer hook, then profile.step() — the profiler marks steps only when neither of the others
-    does. C-API marks outrank NVTX step ranges in the pipeline: pass profiler_steps=False to keep
-    NVTX `step` ranges as the source while a profiler object steps.
+    One source wins: profile.step() marks steps only while neither explicit stepwatch.step()
+    calls nor the optimizer hook have (those two mark together, as before). C-API marks outrank
+    NVTX step ranges in the pipeline: pass profiler_steps=False to keep NVTX `step` ranges as the
+    source while a profiler object steps.
 
 torch is imported only when watch() patches the profiler, by absolute name: this module is
 `stepwatch.torch`, never the real `torch`.
