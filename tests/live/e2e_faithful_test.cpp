@@ -229,8 +229,12 @@ TEST(FaithfulProfiler, WithoutTeardownOneLineNamesTheHolderAndLaterStepsAreNotJu
       << r.log;
   EXPECT_NE(r.log.find("TEARDOWN_CUPTI=1"), std::string::npos) << "says what the user can do";
   EXPECT_NE(r.out.find("TEARDOWN_CUPTI unset"), std::string::npos) << r.out;
-  for (const char* gpu_idle : {"input_starvation", "hidden_sync", "launch_bound", "data_loss"}) {
-    EXPECT_EQ(count_detector(r, gpu_idle), 0u) << gpu_idle << "\n" << r.log;
+  std::string which;
+  EXPECT_EQ(unexplained_findings(r, &which), 0u) << which << "\n" << r.log;
+  EXPECT_EQ(count_detector(r, "data_loss"), 0u) << "pause drains in-flight records before its forced flush";
+  for (const auto& f : r.findings) {
+    if (f.value("type", "") != "finding" || f.value("severity", "") == "info") continue;
+    EXPECT_LT(f.value("step", -1), 10) << "a step without GPU tracing was judged: " << f.dump();
   }
   EXPECT_NE(r.log.find("20 without GPU tracing"), std::string::npos) << r.log;
   EXPECT_NE(r.out.find("timestamp callbacks registered 1"), std::string::npos) << "Kineto's, none of ours";
@@ -240,16 +244,17 @@ TEST(FaithfulProfiler, WithoutTeardownOneLineNamesTheHolderAndLaterStepsAreNotJu
 // stepwatch's retry takes CUPTI back, finds Kineto's TSC clock still registered, converts onto the
 // host clock, and the steps from there are judged, aligned with the host's step marks.
 TEST(FaithfulProfiler, WithTeardownTracingResumesOnTheConvertedClock) {
-  const RunResult r = run_driver("sim:healthy", 30, production("profiler", "TEARDOWN_CUPTI=1"));
+  // 40 steps: the profiler over steps 13-16, then ~0.5 s for Kineto's teardown and the retry.
+  const RunResult r = run_driver("sim:healthy", 40, production("profiler", "TEARDOWN_CUPTI=1"));
   ASSERT_EQ(r.exit_code, 0) << r.log;
   EXPECT_NE(r.log.find("resumed: the other CUPTI client let go"), std::string::npos) << r.log;
   EXPECT_NE(r.log.find("converts its timestamps to the host clock"), std::string::npos) << r.log;
   std::string which;
   EXPECT_EQ(unexplained_findings(r, &which), 0u) << which << "\n" << r.log;
   int judged_after = 0;
-  for (const auto& s : r.steps) judged_after += s.value("type", "") == "step" && s.value("step", -1) >= 16 ? 1 : 0;
-  EXPECT_GE(judged_after, 6) << r.log;
-  expect_busy_matches_truth(r, 16);  // misaligned clocks would read as GPU idle
+  for (const auto& s : r.steps) judged_after += s.value("type", "") == "step" && s.value("step", -1) >= 17 ? 1 : 0;
+  EXPECT_GE(judged_after, 8) << r.log;
+  expect_busy_matches_truth(r, 17);  // misaligned clocks would read as GPU idle
 }
 
 // Problem 5: the libcupti the process has loaded (the fake, soname libcupti.so.13, loaded first as

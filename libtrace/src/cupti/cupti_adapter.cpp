@@ -336,8 +336,14 @@ void CuptiAdapterCore::pause() noexcept {
       epoch = ++pause_epoch_;
     }
     drain_in_flight();
-    // The pause interval is untraced (the session's): nothing is waited for across it.
-    tracker_.clear();
+    {
+      // The pause interval is untraced (the session's): nothing is waited for across it. Applied
+      // now, by a tick of our own: the flush thread does not tick while paused, and a clear left
+      // for its first tick after the resume would forget calls made after the resume.
+      std::lock_guard tick_lock(tick_mu_);
+      tracker_.clear();
+      tracker_.tick(now_ns(), INT64_MAX / 2);
+    }
     forced_flush();
     poll_dropped();
     std::lock_guard lock(control_mu_);
