@@ -11,6 +11,7 @@
 #include "cupti/cupti_adapter.h"
 #include "cupti/cupti_api.h"
 #include "cupti/cupti_records.h"
+#include "cupti/layout_check.h"
 #include "cupti/cupti_record_builder.h"
 #include "recording_sink.h"
 #include "stepwatch/core/event.h"
@@ -560,6 +561,38 @@ TEST(CuptiRecordsClock, TheHostClockIsLeftAlone) {
   EXPECT_EQ(o.state, ClockCheck::State::kAligned);
   EXPECT_FALSE(o.changed);
   EXPECT_EQ(clock.map().mode, ClockMap::Mode::kIdentity);
+}
+
+}  // namespace
+}  // namespace stepwatch::live
+
+// ---- the start-up record-layout check (cupti/layout_check.h) ------------------------------------
+
+namespace stepwatch::live {
+namespace {
+
+CUptiResult steps_16_bytes_too_far(uint8_t* buffer, size_t valid, CUpti_Activity** record) {
+  // A library whose kernel record is 16 bytes longer than Kernel10 (a newer KernelN).
+  const CUptiResult r = real_cupti().cuptiActivityGetNextRecord(buffer, valid, record);
+  if (r == CUPTI_SUCCESS && (*record)->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL &&
+      reinterpret_cast<uint8_t*>(*record) - buffer == sizeof(CUpti_ActivityKernel10)) {
+    *record = reinterpret_cast<CUpti_Activity*>(reinterpret_cast<uint8_t*>(*record) + 16);
+  }
+  return r;
+}
+
+TEST(CuptiLayoutCheck, TheRealLibcuptiIteratesOurStructsAtOurSizes) {
+  EXPECT_EQ(check_record_layouts(real_cupti()), "");
+}
+
+TEST(CuptiLayoutCheck, ALibraryWithAnotherKernelRecordSizeIsRefusedWithOneLine) {
+  CuptiApi skewed = real_cupti();
+  skewed.cuptiActivityGetNextRecord = &steps_16_bytes_too_far;
+  const std::string line = check_record_layouts(skewed);
+  EXPECT_NE(line.find("its record layouts differ from CUPTI 13.0's: after CONCURRENT_KERNEL (Kernel10) the next "
+                      "record is at byte 232, not 216"),
+            std::string::npos)
+      << line;
 }
 
 }  // namespace
