@@ -147,6 +147,26 @@ TEST(FaithfulHealthy, TwoHundredStepsWithProductionDefaultsAreJudgedCompleteAndS
               rate, j.judged, j.traced, j.lag_median_ms, j.lag_p90_ms, j.lag_max_ms);
 }
 
+// The exit comes with the last step's kernels still queued (nothing syncs at the end of the loop;
+// the host is a step ahead). The final forced flush would hand their records back incomplete, lost
+// (the fake's forced flush, as cupti_activity.h:7728-7731 documents; FlushAll itself does not
+// synchronize, 7715-7721, and a tracer adds no sync); the exit lets them finish first, within two
+// flush periods. Every launched kernel reaches the summary.
+TEST(FaithfulExit, TheLastStepsQueuedKernelsAreNotLostAtExit) {
+  const RunResult r = run_driver("sim:healthy", 12, production("exit_at_once"));
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.log;
+  unsigned long long launched = 0;
+  const size_t at = r.out.find("sim: ");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  ASSERT_EQ(std::sscanf(r.out.c_str() + at, "sim: %llu kernels", &launched), 1) << r.out;
+  ASSERT_FALSE(r.run_dir.empty()) << r.log;
+  const auto summary = nlohmann::json::parse(slurp(r.run_dir / "summary.json"));
+  unsigned long long traced = 0;
+  for (const auto& k : summary["kern_sum"]) traced += k["count"].get<unsigned long long>();
+  EXPECT_EQ(summary["data_loss"].value("incomplete_record", 0ull), 0ull) << summary["data_loss"].dump();
+  EXPECT_EQ(traced, launched) << r.log;
+}
+
 struct FaultCase {
   const char* program;
   const char* detector;

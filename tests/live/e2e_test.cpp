@@ -218,7 +218,8 @@ TEST(LiveStorm, SixtyFourThreadsLaunchingAtOnceLoseOnlyWhatIsReported) {
   EXPECT_EQ(loss["buffer_pool_exhausted"].get<unsigned long long>(), refused);
   EXPECT_EQ(loss["retention_cap"].get<unsigned long long>(), 0u);
   EXPECT_EQ(produced, analyzed + cupti_dropped + queue_full)
-      << "analyzed " << analyzed << ", cupti_dropped " << cupti_dropped << ", queue_full " << queue_full;
+      << "analyzed " << analyzed << ", cupti_dropped " << cupti_dropped << ", queue_full " << queue_full
+      << "; data_loss " << loss.dump() << "\n" << r.log;
   // The data_loss finding's totals are the summary's: records, and (separately, in buffers, so
   // that records are not counted twice) the refused buffers.
   long long lost_total = -1;

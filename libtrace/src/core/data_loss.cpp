@@ -13,6 +13,7 @@ std::string_view to_string(LossKind kind) {
     case LossKind::kUnpairedRange: return "unpaired_range";
     case LossKind::kRetentionCap: return "retention_cap";
     case LossKind::kBuffersAbandoned: return "buffers_abandoned";
+    case LossKind::kClockUncalibrated: return "clock_uncalibrated";
     default: return "unknown";
   }
 }

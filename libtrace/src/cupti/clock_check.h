@@ -9,8 +9,9 @@
 //
 // When they differ: calibrate a linear map CUPTI -> host from pairs read on each tick, convert every
 // record through it, and keep checking it; when the pairs do not lie on a line, stand down (one
-// status line). While calibrating, records are not converted but dropped (counted) and the adapter
-// reports the interval incomplete: no finding is computed from mixed clocks.
+// status line). While calibrating, records are not converted but set aside (counted as data loss,
+// clock_uncalibrated) and the adapter reports the interval incomplete: no finding is computed from
+// mixed clocks. A pair read across a preemption is no evidence either way (kMaxBracketNs).
 #pragma once
 
 #include <cstdint>
@@ -45,7 +46,12 @@ class ClockCheck {
     bool changed = false;   // the state changed with this sample
     std::string line;       // one status line when it did
   };
+  // A pair whose host reads are further apart than this cannot tell: the reading thread was
+  // preempted between them (a loaded machine), and the midpoint may be off by half the gap.
+  static constexpr int64_t kMaxBracketNs = kToleranceNs / 2;
+
   // One pair: `cupti` read by cuptiGetTimestamp between host reads `host_before` and `host_after`.
+  // A pair with a wider bracket than kMaxBracketNs changes nothing (the state as it was, unchanged).
   Observation observe(uint64_t cupti, int64_t host_before, int64_t host_after) noexcept;
   State state() const noexcept;
   ClockMap map() const noexcept;  // any thread

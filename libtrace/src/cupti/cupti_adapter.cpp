@@ -294,23 +294,23 @@ void CuptiAdapterCore::forced_flush() noexcept {
   forced_flushes_in_flight_.fetch_sub(1);
 }
 
-void CuptiAdapterCore::drain_in_flight() noexcept {
+void CuptiAdapterCore::drain_in_flight(std::chrono::milliseconds limit) noexcept {
   // A forced flush hands back the record of work still running with no end, and CUPTI never
   // delivers it again (pytorch/pytorch#195844): it is safe only when nothing is in flight. The
-  // kinds are disabled (no new record), so wait — default flushes, bounded by two flush periods,
-  // on the caller's thread (stepwatch_pause, before torch.profiler starts) — until every traced
-  // call's record has come. NOTE: no lock of ours is held across FlushAll.
+  // kinds are disabled (no new record), so wait — default flushes, bounded, on the caller's thread
+  // (stepwatch_pause, before torch.profiler starts; or the exit, whose last step's kernels are
+  // typically still queued) — until every traced call's record has come. NOTE: no lock of ours is
+  // held across FlushAll.
   tracker_.set_enabled(false);
-  const auto deadline = Clock::now() + std::chrono::milliseconds(2 * options_.flush_period_ms);
-  for (;;) {
+  const auto deadline = Clock::now() + limit;
+  auto pending = [&] {
+    std::lock_guard tick_lock(tick_mu_);
+    return tracker_.tick(now_ns(), INT64_MAX / 2).pending;
+  };
+  // Nothing waits (every record came): no default flush, the forced one follows at once.
+  while (pending() != 0 && Clock::now() < deadline) {
     if (SW_CUPTI_CALL(api_, cuptiActivityFlushAll(0)) == CUPTI_SUCCESS) flushes_.fetch_add(1);
     wait_for_parses(std::chrono::milliseconds(5));
-    uint64_t pending = 0;
-    {
-      std::lock_guard tick_lock(tick_mu_);
-      pending = tracker_.tick(now_ns(), INT64_MAX / 2).pending;
-    }
-    if (pending == 0 || Clock::now() >= deadline) return;
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
 }
@@ -335,7 +335,7 @@ void CuptiAdapterCore::pause() noexcept {
       enabled_kinds_.clear();
       epoch = ++pause_epoch_;
     }
-    drain_in_flight();
+    drain_in_flight(std::chrono::milliseconds(2 * options_.flush_period_ms));
     {
       // The pause interval is untraced (the session's): nothing is waited for across it. Applied
       // now, by a tick of our own: the flush thread does not tick while paused, and a clear left
@@ -407,11 +407,17 @@ void CuptiAdapterCore::shutdown(int64_t timeout_ms) noexcept {
         // On a helper thread so that a hung CUPTI cannot hang the exit. NOTE: abandoned (detached,
         // with the core and `done` kept alive by its captures) when it misses the deadline — a
         // deliberate leak of one blocked thread, instead of a hung process exit.
-        std::thread helper = spawn_quiet_thread([self, done, kinds]() noexcept {
+        const auto drain_limit =
+            std::chrono::milliseconds(std::min<int64_t>(2 * options_.flush_period_ms, std::max<int64_t>(timeout_ms, 0) / 2));
+        std::thread helper = spawn_quiet_thread([self, done, kinds, drain_limit]() noexcept {
           try {
             // The exit sequence of NVIDIA's injection sample: disable the kinds, then a forced
             // flush that also returns incomplete records.
             for (CUpti_ActivityKind kind : kinds) SW_CUPTI_CALL(self->api_, cuptiActivityDisable(kind));
+            // The exit comes with the last step's kernels still queued (nothing syncs at the end of
+            // a loop): let them finish, within two flush periods and half the exit's budget, so
+            // that the forced flush returns them complete rather than as lost incomplete records.
+            self->drain_in_flight(drain_limit);
             self->forced_flush();
             self->poll_dropped();
           } catch (...) {

@@ -83,9 +83,9 @@ class CuptiAdapterCore : public std::enable_shared_from_this<CuptiAdapterCore> {
   void release_subscription();                     // control_mu_ held
   // Forced flush with our locks released, counted; its buffers are parsed as forced.
   void forced_flush() noexcept;
-  // Before pause's forced flush: default flushes until no traced call waits for its record
-  // (bounded), so that the forced flush hands back no record of running work.
-  void drain_in_flight() noexcept;
+  // Before a forced flush (pause, shutdown): default flushes until no traced call waits for its
+  // record (bounded by `limit`), so that the forced flush hands back no record of running work.
+  void drain_in_flight(std::chrono::milliseconds limit) noexcept;
   std::string library_text() const;  // "CUPTI 13.0 (API 130001) at PATH (…)"
 
   // cupti_flush.cpp

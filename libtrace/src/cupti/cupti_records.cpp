@@ -588,6 +588,8 @@ BufferParseResult RecordConverter::parse(uint8_t* buffer, size_t valid_bytes, bo
   if (tracker_ != nullptr && !ts.dropped()) tracker_->arrived(sc.api_ids, sc.gpu_ids);
   release_scratch(std::move(scratch));
   if (result.zero_timestamp != 0) sink_.report_loss(LossKind::kZeroTimestamp, result.zero_timestamp);
+  // Set aside, not silently: the data_loss finding names them (the steps are incomplete anyway).
+  if (result.clock_dropped != 0) sink_.report_loss(LossKind::kClockUncalibrated, result.clock_dropped);
   uint64_t incomplete = result.incomplete_records;
   if (result.incomplete) {
     const uint64_t mean = result.records > 0 ? std::max<uint64_t>(next_offset / result.records, 8) : 96;

@@ -333,18 +333,25 @@ int run_sim(void* sw, const FakeCuptiSim* sim, const std::string& name, int step
   c.resume = sym<int (*)()>(sw, "stepwatch_resume");
   auto flush = sym<int (*)()>(sw, "stepwatch_flush");
   ProfilerSession profiler{sim, c, steps / 3, steps / 3 + 4};
-  volatile bool stop_polling = false;
+  std::atomic<bool> stop_polling{false};
   std::thread poller;
   if (mode == "watchdog") {
-    poller = std::thread([&] { stepwatch::e2e::poll_event_queries(*sim, 5'000, &stop_polling); });
+    poller = std::thread([&] { stepwatch::e2e::poll_event_queries(*sim, 5'000, stop_polling); });
   }
   const int64_t t0 = now_ns();
   std::vector<std::pair<int64_t, int64_t>> windows;
   const uint64_t kernels = stepwatch::e2e::run_sim_loop(
       program, steps, c, *sim, mode == "profiler" ? &profiler_around_steps : nullptr, &profiler, &windows);
   const double seconds = double(now_ns() - t0) / 1e9;
-  stop_polling = true;
+  stop_polling.store(true);
   if (poller.joinable()) poller.join();
+  // exit_at_once: a launcher that returns right after its last step (no flush, no sync), the last
+  // step's kernels still queued on the GPU when stepwatch's exit handler runs.
+  if (mode == "exit_at_once") {
+    std::printf("sim: %llu kernels launched; exiting at once\n", static_cast<unsigned long long>(kernels));
+    std::fflush(stdout);
+    return 0;
+  }
   flush();
   // The ground truth per step: the model GPU's busy share of the step's window.
   for (size_t i = 0; i < windows.size(); ++i) {

@@ -178,8 +178,8 @@ uint64_t run_sim_loop(const SimProgram& p, int steps, const CApi& c, const FakeC
   return kernels;
 }
 
-void poll_event_queries(const FakeCuptiSim& sim, int64_t period_ns, const volatile bool* stop) {
-  while (!*stop) {
+void poll_event_queries(const FakeCuptiSim& sim, int64_t period_ns, const std::atomic<bool>& stop) {
+  while (!stop.load(std::memory_order_relaxed)) {
     sim.event_query(kIdle);
     host_time(period_ns);
   }

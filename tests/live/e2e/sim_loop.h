@@ -11,6 +11,7 @@
 //                the kinds above), memset_starvation (the GPU resumes each step with a memset)
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -59,7 +60,7 @@ uint64_t run_sim_loop(const SimProgram& p, int steps, const CApi& c, const FakeC
                       std::vector<std::pair<int64_t, int64_t>>* windows = nullptr);
 
 // A thread polling cudaEventQuery on an idle stream every `period_ns` (the NCCL watchdog, the
-// caching allocator): completed queries, each of which leaves a sync record. Stops when `*stop`.
-void poll_event_queries(const FakeCuptiSim& sim, int64_t period_ns, const volatile bool* stop);
+// caching allocator): completed queries, each of which leaves a sync record. Stops when `stop`.
+void poll_event_queries(const FakeCuptiSim& sim, int64_t period_ns, const std::atomic<bool>& stop);
 
 }  // namespace stepwatch::e2e

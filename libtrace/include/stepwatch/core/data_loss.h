@@ -22,6 +22,7 @@ enum class LossKind : uint8_t {
   kUnpairedRange,        // an NVTX pop/end without its push/start
   kRetentionCap,         // events evicted unjudged because the retained window hit the memory cap
   kBuffersAbandoned,     // activity buffers still inside CUPTI at shutdown (final flush hung/skipped)
+  kClockUncalibrated,    // GPU records set aside while another client's change of CUPTI's clock was calibrated
   kCount_,
 };
 std::string_view to_string(LossKind kind);
