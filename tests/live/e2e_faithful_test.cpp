@@ -7,12 +7,14 @@
 // says how).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
 #include <regex>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "e2e_support.h"
 
@@ -29,6 +31,18 @@ std::map<int, double> truth_busy(const RunResult& r) {
     int step = 0;
     double pct = 0;
     if (std::sscanf(line.c_str(), "truth: step %d busy_pct %lf", &step, &pct) == 2) out[step] = pct;
+  }
+  return out;
+}
+
+// Each step's wall time, as the driver measured it ("truth: step N busy_pct X wall_ms Y").
+std::vector<double> truth_wall_ms(const RunResult& r) {
+  std::vector<double> out;
+  std::istringstream in(r.out);
+  for (std::string line; std::getline(in, line);) {
+    int step = 0;
+    double pct = 0, ms = 0;
+    if (std::sscanf(line.c_str(), "truth: step %d busy_pct %lf wall_ms %lf", &step, &pct, &ms) == 3) out.push_back(ms);
   }
   return out;
 }
@@ -186,9 +200,24 @@ TEST_P(FaithfulFault, TheLoopWithTheFaultProducesItsFinding) {
     GTEST_SKIP() << "the machine is too loaded for a µs-scale live loop: " << kernels_per_second(r.out)
                  << " kernels/s of the ~16,000 the loop issues";
   }
-  // 12 judged steps after the warm-up; a loaded 2-core test machine stalls the host loop now
-  // and then (the replay is real time), so most, not all.
-  EXPECT_GE(count_detector(r, c.detector), 7u) << r.log;
+  if (std::string(c.program) == "launch_bound") {
+    // µs-scale: a step in which the loaded machine took the loop's core for a scheduler slice is
+    // (rightly) host-bound, not launch-bound. Every judged step that ran at the loop's own speed
+    // (wall within 1.25x the median step's) has the finding, but one.
+    const std::vector<double> wall = truth_wall_ms(r);
+    std::vector<double> sorted = wall;
+    std::sort(sorted.begin(), sorted.end());
+    ASSERT_FALSE(sorted.empty()) << r.out;
+    const double median = sorted[sorted.size() / 2];
+    size_t at_speed = 0;
+    for (size_t i = 2; i < wall.size(); ++i) at_speed += wall[i] <= 1.25 * median ? 1 : 0;
+    if (at_speed < 4) GTEST_SKIP() << "the machine is too loaded: " << at_speed << " steps at the loop's speed";
+    EXPECT_GE(count_detector(r, c.detector) + 1, at_speed) << r.out << r.log;
+  } else {
+    // 12 judged steps after the warm-up; a loaded 2-core test machine stalls the host loop now
+    // and then (the replay is real time), so most, not all.
+    EXPECT_GE(count_detector(r, c.detector), 7u) << r.log;
+  }
   const Judgement j = judgement_of(r.log);
   EXPECT_EQ(j.incomplete, 0) << r.log;
 }

@@ -356,7 +356,8 @@ int run_sim(void* sw, const FakeCuptiSim* sim, const std::string& name, int step
   // The ground truth per step: the model GPU's busy share of the step's window.
   for (size_t i = 0; i < windows.size(); ++i) {
     const auto [a, b] = windows[i];
-    std::printf("truth: step %zu busy_pct %.2f\n", i, b > a ? 100.0 * double(sim->busy_ns(a, b)) / double(b - a) : 0.0);
+    std::printf("truth: step %zu busy_pct %.2f wall_ms %.3f\n", i,
+                b > a ? 100.0 * double(sim->busy_ns(a, b)) / double(b - a) : 0.0, double(b - a) / 1e6);
   }
   FakeCuptiSimStats st{};
   sim->stats(&st);

@@ -239,7 +239,14 @@ int64_t all_streams_end_locked() {
   return end;
 }
 
-void spin_api_call() { wait_until(realtime_ns() + state().model.api_call_ns); }
+void spin_api_call() {
+  int64_t ns = 0;
+  {
+    std::lock_guard lock(state().mu);  // the model may be replaced by another thread (set_model)
+    ns = state().model.api_call_ns;
+  }
+  wait_until(realtime_ns() + ns);
+}
 
 Pending sync_record(CUpti_ActivitySynchronizationType type, int64_t a, int64_t b, uint32_t corr, uint32_t stream,
                     uint32_t return_value) {
