@@ -100,6 +100,24 @@ void BM_NvtxPushPop(benchmark::State& state) {
 }
 BENCHMARK(BM_NvtxPushPop)->Threads(1)->Threads(2)->Threads(4);
 
+#if defined(STEPWATCH_HAVE_NVTX_PLAIN)
+}  // namespace
+}  // namespace stepwatch::live
+extern "C" void stepwatch_bench_nvtx_plain_push_pop(const char* name);
+namespace stepwatch::live {
+namespace {
+
+// The baseline: the same push+pop with no tool injected (bench/support/nvtx_plain.cpp, a shared
+// object of its own, so its NVTX state is not this binary's). BM_NvtxPushPop minus this is what
+// stepwatch's hooks add to an NVTX range.
+void BM_NvtxPlainPushPop(benchmark::State& state) {
+  inject_once();  // ours is injected; the plain library's NVTX is not
+  for (auto _ : state) stepwatch_bench_nvtx_plain_push_pop("forward");
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_NvtxPlainPushPop);
+#endif
+
 void BM_NvtxNestedPushPop(benchmark::State& state) {
   inject_once();
   for (auto _ : state) {

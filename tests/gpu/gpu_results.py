@@ -31,6 +31,8 @@ import re
 import statistics
 import sys
 
+import gpu_live_lines  # the job log's delivery and coexistence lines (same folder)
+
 SCHEMA = 1
 # Overhead budgets (ARCHITECTURE.md "Overhead budget"): compute-bound and launch-bound loops.
 BUDGET_PCT = {"none": 1.0, "launch-bound": 3.0}
@@ -179,7 +181,11 @@ def evaluate(args):
     rec["loop_info"] = loop["info"]
     sw_lines = [l for l in stderr.splitlines() if "[stepwatch]" in l]
     rec["stepwatch_log_lines"] = len(sw_lines)
-    rec["stepwatch_log_head"] = [l[:400] for l in sw_lines[:12]]
+    rec["stepwatch_log_head"] = [l[:400] for l in sw_lines[:12] if "flush:" not in l]
+    if args.injected:
+        # Per flush (debug level) and at exit: what CUPTI delivered, how long steps waited for it.
+        rec["delivery"] = gpu_live_lines.delivery(stderr)
+        rec["notes"] += gpu_live_lines.delivery_notes(rec["delivery"])
     rec["stderr_tail"] = [l[:400] for l in stderr.splitlines()[-15:]]
 
     if rec["rc"] == 124 or rec["rc"] == 137:
@@ -382,7 +388,11 @@ def build_report(records_path, env_dir, dry_run, strict_overhead):
                 r["problems"] = []
     overhead = overhead_groups(runs, strict_overhead)
     failures = [r["name"] for r in runs if r["status"] == "fail" and r["kind"] == "fault"]
-    failures += [r["name"] + " (skipped)" for r in runs if r["status"] == "skipped" and r["kind"] == "fault"]
+    # Runs skipped because the driver cannot run the bundle's CUDA are not stepwatch's failures: the
+    # one environment line ("driver/CUDA: ...") says it.
+    driver_ok = env.get("driver_supports_bundle", "1") != "0"
+    failures += [r["name"] + " (skipped)" for r in runs
+                 if r["status"] == "skipped" and r["kind"] == "fault" and driver_ok]
     failures += ["overhead-" + g["fault"] for g in overhead if g["status"] == "fail"]
     failures += ["environment: " + p for p in env.get("problems", [])]
     report = {
@@ -536,6 +546,12 @@ def fake_run(args):
     with open(os.path.join(d, "stderr.txt"), "w") as f:
         if args.injected:
             f.write("[stepwatch][rank 0] stepwatch 0.1.0 active (FAKE, dry run)\n")
+            for i in range(3):
+                f.write("[stepwatch][rank 0] flush: 1 buffers, 1771 records delivered (buffer size 512 KiB), 160 calls "
+                        "waited for, watermark held 210.0 ms; steps judged 8, incomplete 0, warm-up 0, untraced 0\n")
+            f.write("[stepwatch][rank 0] judgement: %d of %d traced steps judged complete (100.0%%), 0 incomplete "
+                    "(GPU records missing), 0 warm-up, 0 untraced; lag from step end to judged: median 400 ms, "
+                    "p90 520 ms, max 610 ms\n" % (args.steps, args.steps))
     if not args.injected:
         return 0
     rd = os.path.join(d, "sw", "rank0-pid4242")
@@ -717,6 +733,10 @@ def main():
     s = sub.add_parser("selftest")
     s.add_argument("--work", required=True)
 
+    t = sub.add_parser("pytorch")
+    t.add_argument("--runs", required=True)
+    t.add_argument("--out", required=True)
+
     args = ap.parse_args()
     if args.cmd == "evaluate":
         return evaluate(args)
@@ -728,6 +748,8 @@ def main():
         return check_cmd(args)
     if args.cmd == "check-metrics":
         return check_metrics_cmd(args)
+    if args.cmd == "pytorch":
+        return gpu_live_lines.pytorch_cmd(args)
     return selftest(args)
 
 

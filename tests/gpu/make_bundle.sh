@@ -99,6 +99,14 @@ if [ "$(size_mb)" -gt "$max_mb" ]; then
   rm -f "$build"/lib/*.a
 fi
 
+# The CUDA version the bundle was built with: validate.sh checks first that the machine's driver
+# supports it (a CUDA 13 bundle on a CUDA 12 driver fails in cuInit, not in stepwatch).
+cuda_version=$(sed -n 's/.*"cuda" *: *{ *"name" *: *"[^"]*" *, *"version" *: *"\([0-9]*\.[0-9]*\).*/\1/p' \
+  /usr/local/cuda/version.json 2>/dev/null | head -1)
+[ -n "$cuda_version" ] || cuda_version=$(/usr/local/cuda/bin/nvcc --version 2>/dev/null | sed -n 's/.*release \([0-9]*\.[0-9]*\).*/\1/p')
+echo "cuda=${cuda_version:-13.0}" >"$build/lib/bundle-info.txt"
+echo "  built with CUDA ${cuda_version:-13.0 (assumed)}"
+
 echo "== bundle =="
 (cd "$build" && ls -l bin/stepwatch bin/fault_loop lib/*.so* lib/cuda-fallback/* 2>/dev/null | awk '{printf "  %10s  %s\n", $5, $NF}')
 echo "  total: $(du -sch "$build/bin" "$build/lib" | tail -1 | cut -f1) (bin + lib; limit ${max_mb} MiB)"

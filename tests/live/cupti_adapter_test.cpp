@@ -42,7 +42,8 @@ const CuptiApi& fake_api() {
   static const CuptiApi* api = [] {
     auto* a = new CuptiApi();
     std::string error;
-    if (!load_cupti_api(STEPWATCH_FAKE_CUPTI_SO, *a, error)) ADD_FAILURE() << error;
+    // Opened by its file: the loading policy (load_cupti_api) is the e2e tests' business.
+    if (!open_cupti_library(STEPWATCH_FAKE_CUPTI_SO, *a, error)) ADD_FAILURE() << error;
     return a;
   }();
   return *api;
@@ -180,8 +181,30 @@ TEST_F(CuptiAdapterTest, SubscribeFailureIsUnavailableWithTheReason) {
 TEST_F(CuptiAdapterTest, ACuptiOtherThan13IsRefused) {
   fake().set_version(120800);
   ASSERT_EQ(start(), TracerState::kUnavailable);
-  EXPECT_NE(detail_.find("not supported"), std::string::npos) << detail_;
+  EXPECT_NE(detail_.find("record layouts are not ones stepwatch reads (known: CUPTI 13.0.x)"), std::string::npos)
+      << detail_;
   EXPECT_EQ(fake().subscribe_calls(), 0);
+}
+
+// Layouts change within a major (13.2 moved kernels to Kernel11, 13.3 to Kernel12): a 13.x outside
+// the table of known layouts is refused, not parsed with the 13.0 structs.
+TEST_F(CuptiAdapterTest, ANewer13xWhoseLayoutsAreNotKnownIsRefusedWithOneLine) {
+  for (const uint32_t version : {130200u, 130300u, 130400u}) {
+    fake().reset();
+    fake().set_version(version);
+    adapter_.reset();
+    ASSERT_EQ(start(), TracerState::kUnavailable) << version;
+    EXPECT_NE(detail_.find("API " + std::to_string(version) + ") at " STEPWATCH_FAKE_CUPTI_SO), std::string::npos)
+        << detail_;
+    EXPECT_NE(detail_.find("not ones stepwatch reads"), std::string::npos) << detail_;
+    EXPECT_EQ(fake().subscribe_calls(), 0);
+  }
+  for (const uint32_t version : {130000u, 130001u}) {
+    fake().reset();
+    fake().set_version(version);
+    adapter_.reset();
+    EXPECT_EQ(start(), TracerState::kActive) << version << ": " << detail_;
+  }
 }
 
 TEST_F(CuptiAdapterTest, RefusedBufferCallbacksMeanUnavailableAndNoSubscriptionLeft) {
@@ -365,6 +388,8 @@ TEST_F(CuptiAdapterTest, PauseReleasesCuptiAndResumeTakesItBack) {
   EXPECT_EQ(fake().forced_flush_count(), 1u);
   EXPECT_EQ(sink_.event_count(), 1u);  // records in flight are still delivered
   EXPECT_FALSE(fake().is_subscribed());
+  // Nothing traced is in flight (no launch waits for its record): the forced flush at once.
+  EXPECT_EQ(fake().flush_count(), 1u);
   adapter_->flush();  // paused: no CUPTI flush
   EXPECT_EQ(fake().flush_count(), 1u);
 
@@ -558,3 +583,4 @@ TEST(CuptiStateTest, Names) {
 
 }  // namespace
 }  // namespace stepwatch::live
+

@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <string>
@@ -10,21 +11,24 @@
 #include "cupti/cupti_adapter.h"
 #include "cupti/cupti_api.h"
 #include "cupti/cupti_records.h"
-#include "fake_cupti/cupti_record_builder.h"
+#include "cupti/layout_check.h"
+#include "cupti/cupti_record_builder.h"
 #include "recording_sink.h"
 #include "stepwatch/core/event.h"
 
 namespace stepwatch::live {
 namespace {
 
-using test_support::ActivityBufferBuilder;
 using test_support::RecordingSink;
 
 const CuptiApi& real_cupti() {
   static const CuptiApi* api = [] {
     auto* a = new CuptiApi();
     std::string error;
-    if (!load_cupti_api("", *a, error)) ADD_FAILURE() << "real libcupti.so.13 not found: " << error;
+    // By its file: in this process the fake (soname libcupti.so.13) may be loaded already.
+    if (!open_cupti_library(STEPWATCH_DEFAULT_CUPTI_DIR "/libcupti.so.13", *a, error)) {
+      ADD_FAILURE() << "real libcupti.so.13 not found: " << error;
+    }
     return a;
   }();
   return *api;
@@ -219,8 +223,16 @@ TEST_F(CuptiRecordsTest, SynchronizationRecordsCarryTheirKind) {
   b.sync(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE, 100, 200, 4);
   b.sync(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_UNKNOWN, 300, 301, 5);
   parse(b);
-  const auto ev = sink_.events();
+  // No API record to pair them with in this buffer: held for it two flushes, then submitted as
+  // they are (sync_pairing.h).
+  EXPECT_EQ(sink_.event_count(), 0u);
+  EXPECT_EQ(converter_.oldest_held_ns(), 10);
+  converter_.tick();
+  converter_.tick();
+  auto ev = sink_.events();
+  std::sort(ev.begin(), ev.end(), [](const Event& a, const Event& c) { return a.start_ns < c.start_ns; });
   ASSERT_EQ(ev.size(), 5u);
+  EXPECT_EQ(converter_.oldest_held_ns(), INT64_MAX);
   EXPECT_EQ(ev[0].kind, EventKind::kSync);
   EXPECT_EQ(ev[0].sync_kind(), SyncKind::kEvent);
   EXPECT_EQ(ev[0].stream, 0u);  // CUPTI_SYNCHRONIZATION_INVALID_VALUE -> none
@@ -338,7 +350,11 @@ TEST_F(CuptiRecordsTest, AnIncompleteRecordStopsTheBufferAndIsReported) {
   const BufferParseResult r = parse(b);
   EXPECT_TRUE(r.incomplete);
   EXPECT_EQ(r.events, 1u);
-  EXPECT_EQ(sink_.loss(LossKind::kIncompleteRecord), 1u);
+  // What follows the first record is skipped: counted in records, estimated at the mean size of the
+  // records read before it (the bad one and the unreachable kernel).
+  EXPECT_EQ(r.skipped_bytes, 64u + sizeof(CUpti_ActivityKernel10));
+  EXPECT_EQ(sink_.loss(LossKind::kIncompleteRecord), 2u);
+  EXPECT_EQ(sink_.loss_calls(LossKind::kIncompleteRecord), 1u);
 }
 
 TEST_F(CuptiRecordsTest, KindInvalidIsIncompleteToo) {
@@ -380,7 +396,7 @@ TEST_F(CuptiRecordsTest, EveryKindInOneBuffer) {
            8, 5, 6, 2);
   b.peer_memcpy(8, 7, 8, 3, 0, 1);
   b.memset(8, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, true, 9, 10, 4);
-  b.sync(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE, 11, 12, 5);
+  b.sync(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE, 11, 12, 0);  // no API to pair: as it is
   b.api(CUPTI_ACTIVITY_KIND_DRIVER, CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, 13, 14, 1, 6);
   b.memory(CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, 8, 15, 6);
   b.overhead(CUPTI_ACTIVITY_OVERHEAD_DRIVER_COMPILER, 16, 17, 0, 8);
@@ -394,6 +410,204 @@ TEST_F(CuptiRecordsTest, EveryKindInOneBuffer) {
                                 EventKind::kApiCall, EventKind::kAllocation, EventKind::kOverhead};
   for (size_t i = 0; i < 9; ++i) EXPECT_EQ(ev[i].kind, expected[i]) << i;
   EXPECT_EQ(ev[6].api_class(), ApiClass::kMalloc);
+}
+
+}  // namespace
+}  // namespace stepwatch::live
+
+// ---- issue 13: the records CUPTI really delivers -------------------------------------------------
+
+namespace stepwatch::live {
+namespace {
+
+// A completed cudaEventQuery still leaves a SYNCHRONIZATION record (cupti_activity.h:8256-8266:
+// EnableAllSyncRecords(0) only drops queries that were not complete), which reads as the host
+// blocked; paired with its API record it is dropped, and a real wait gets its API call's thread.
+TEST_F(CuptiRecordsTest, SyncRecordsArePairedWithTheirApiRecord) {
+  ActivityBufferBuilder b;
+  b.api(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaEventQuery_v3020, 100, 105, 4242, 7);
+  b.sync(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE, 100, 105, 7);
+  b.api(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020, 200, 900, 4243, 8);
+  b.sync(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE, 200, 900, 8, 7);
+  const BufferParseResult r = parse(b);
+  EXPECT_EQ(r.query_syncs, 1u);
+  std::vector<Event> syncs;
+  for (const Event& e : sink_.events()) {
+    if (e.kind == EventKind::kSync) syncs.push_back(e);
+  }
+  ASSERT_EQ(syncs.size(), 1u) << "the query's sync record is not a wait";
+  EXPECT_EQ(syncs[0].correlation, 8u);
+  EXPECT_EQ(syncs[0].thread, 4243u) << "a sync record carries no thread id: its API call's";
+}
+
+TEST_F(CuptiRecordsTest, ASyncRecordWaitsForItsApiRecordInTheNextBuffer) {
+  ActivityBufferBuilder first;
+  first.sync(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE, 200, 900, 9, 7);
+  parse(first);
+  EXPECT_EQ(sink_.event_count(), 0u);
+  EXPECT_EQ(converter_.oldest_held_ns(), 200) << "the watermark waits for a held record";
+  converter_.tick();
+  ActivityBufferBuilder second;
+  second.api(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020, 200, 900, 4244, 9);
+  parse(second);
+  const auto ev = sink_.events();
+  ASSERT_EQ(ev.size(), 2u);
+  const Event& sync = ev[0].kind == EventKind::kSync ? ev[0] : ev[1];
+  EXPECT_EQ(sync.kind, EventKind::kSync);
+  EXPECT_EQ(sync.thread, 4244u);
+  EXPECT_EQ(converter_.oldest_held_ns(), INT64_MAX);
+}
+
+// A forced flush hands back a kernel still running with end == 0 (and one not started with no
+// timestamps), never delivered again (pytorch/pytorch#195844). With its kind intact, CUPTI steps
+// over it: the records after it are read, it is counted.
+TEST_F(CuptiRecordsTest, AForcedFlushsIncompleteRecordsAreSkippedCountedAndParsedPast) {
+  ActivityBufferBuilder b;
+  b.kernel("_Z1kv", 10, 20, 1);
+  b.kernel("_Z1kv", 30, 0, 2);  // running: no end yet
+  b.kernel("_Z1kv", 0, 0, 3);   // queued: no timestamps yet
+  b.memset(8, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, true, 40, 0, 4);
+  b.kernel("_Z1kv", 50, 60, 5);
+  const BufferParseResult r = converter_.parse(b.data(), b.size(), /*forced=*/true);
+  EXPECT_EQ(r.records, 5u);
+  EXPECT_EQ(r.events, 2u);
+  EXPECT_EQ(r.incomplete_records, 3u);
+  EXPECT_EQ(r.zero_timestamp, 0u) << "not a device-buffer shortage";
+  EXPECT_FALSE(r.incomplete);
+  EXPECT_EQ(sink_.loss(LossKind::kIncompleteRecord), 3u);
+  for (const Event& e : sink_.events()) EXPECT_GT(e.end_ns, e.start_ns) << "no kernel without an end is judged";
+}
+
+TEST_F(CuptiRecordsTest, WithoutAForcedFlushNoTimestampsIsLostTimingAsBefore) {
+  ActivityBufferBuilder b;
+  b.kernel("_Z1kv", 0, 0, 3);
+  const BufferParseResult r = converter_.parse(b.data(), b.size(), /*forced=*/false);
+  EXPECT_EQ(r.zero_timestamp, 1u);
+  EXPECT_EQ(r.incomplete_records, 0u);
+}
+
+// Issue 18: the name cache lives across buffers (keyed by CUPTI's name pointer): 10,000 distinct
+// names intern once each, not once per buffer; an epoch change (module unload) empties it.
+class CountingSink : public RecordingSink {
+ public:
+  NameId intern(std::string_view name) noexcept override {
+    ++interns;
+    return RecordingSink::intern(name);
+  }
+  size_t interns = 0;
+};
+
+TEST(CuptiRecordsNames, TenThousandNamesInternOnceAcrossBuffersAndAgainAfterAModuleUnload) {
+  CountingSink sink;
+  RecordConverter converter(real_cupti(), sink);
+  std::vector<std::string> names;
+  for (int i = 0; i < 10'000; ++i) names.push_back("_Z6kernel" + std::to_string(i) + "v");
+  ActivityBufferBuilder b(names.size() * sizeof(CUpti_ActivityKernel10));
+  for (size_t i = 0; i < names.size(); ++i) b.kernel(names[i].c_str(), 10 + i, 20 + i, static_cast<uint32_t>(i));
+  converter.parse(b.data(), b.size());
+  converter.parse(b.data(), b.size());
+  EXPECT_EQ(sink.interns, names.size());
+  converter.invalidate_names();
+  converter.parse(b.data(), b.size());
+  EXPECT_EQ(sink.interns, 2 * names.size());
+  const auto ev = sink.events();
+  ASSERT_EQ(ev.size(), 3 * names.size());
+  EXPECT_EQ(sink.name(ev[1234].name), names[1234]);
+  EXPECT_EQ(ev[1234].name, ev[names.size() + 1234].name);
+}
+
+// CUPTI's clock changed by another client and calibrated (clock_check.h): every timestamp is
+// converted onto the host clock; while uncalibrated, records are set aside, never mixed.
+TEST(CuptiRecordsClock, TimestampsGoThroughTheClockMap) {
+  RecordingSink sink;
+  RecordConverter converter(real_cupti(), sink);
+  ClockCheck clock;
+  converter.set_clock(&clock);
+  // A TSC-like clock: 2.5 ticks per ns, far from CLOCK_REALTIME.
+  const int64_t h0 = 1'800'000'000'000'000'000;
+  auto ticks = [&](int64_t host) { return static_cast<uint64_t>((host - h0) * 5 / 2) + 1'000'000; };
+  EXPECT_EQ(clock.observe(ticks(h0), h0, h0).state, ClockCheck::State::kCalibrating);
+  ActivityBufferBuilder b;
+  b.kernel("_Z1kv", ticks(h0 + 1000), ticks(h0 + 2000), 1);
+  const BufferParseResult dropped = converter.parse(b.data(), b.size());
+  EXPECT_EQ(dropped.clock_dropped, 1u);
+  EXPECT_EQ(sink.event_count(), 0u);
+  EXPECT_EQ(sink.loss(LossKind::kClockUncalibrated), 1u) << "set aside, never silently";
+  clock.observe(ticks(h0 + 50'000'000), h0 + 50'000'000, h0 + 50'000'000);
+  EXPECT_EQ(clock.observe(ticks(h0 + 100'000'000), h0 + 100'000'000, h0 + 100'000'000).state,
+            ClockCheck::State::kConverting);
+  converter.parse(b.data(), b.size());
+  const auto ev = sink.events();
+  ASSERT_EQ(ev.size(), 1u);
+  EXPECT_NEAR(static_cast<double>(ev[0].start_ns - h0), 1000.0, 2.0);
+  EXPECT_NEAR(static_cast<double>(ev[0].end_ns - h0), 2000.0, 2.0);
+}
+
+TEST(CuptiRecordsClock, PairsOffALineStandDown) {
+  ClockCheck clock;
+  const int64_t h0 = 1'800'000'000'000'000'000;
+  clock.observe(5, h0, h0);
+  clock.observe(10, h0 + 50'000'000, h0 + 50'000'000);
+  const ClockCheck::Observation o = clock.observe(1'000'000'000'000, h0 + 100'000'000, h0 + 100'000'000);
+  EXPECT_EQ(o.state, ClockCheck::State::kStoodDown);
+  EXPECT_TRUE(o.changed);
+  EXPECT_NE(o.line.find("stands down"), std::string::npos) << o.line;
+  EXPECT_EQ(clock.map().mode, ClockMap::Mode::kDrop);
+}
+
+// A reading thread preempted between its host reads (seen under TSan: 64 threads launching) sees
+// a false difference of up to the gap: no evidence, the state is unchanged and nothing is set aside.
+TEST(CuptiRecordsClock, APairReadAcrossAPreemptionChangesNothing) {
+  ClockCheck clock;
+  const int64_t h = 1'800'000'000'000'000'000;
+  // CUPTI read the host clock right after `h`; the second host read came 2.4 ms later.
+  const ClockCheck::Observation o = clock.observe(static_cast<uint64_t>(h + 50), h, h + 2'400'000);
+  EXPECT_EQ(o.state, ClockCheck::State::kAligned);
+  EXPECT_FALSE(o.changed);
+  EXPECT_EQ(clock.map().mode, ClockMap::Mode::kIdentity);
+  // The same with a narrow bracket is evidence: the clocks parted by 1.2 ms.
+  EXPECT_EQ(clock.observe(static_cast<uint64_t>(h + 1'200'000), h, h + 10).state, ClockCheck::State::kCalibrating);
+}
+
+TEST(CuptiRecordsClock, TheHostClockIsLeftAlone) {
+  ClockCheck clock;
+  const int64_t h = 1'800'000'000'000'000'000;
+  const ClockCheck::Observation o = clock.observe(static_cast<uint64_t>(h + 340), h, h + 10);
+  EXPECT_EQ(o.state, ClockCheck::State::kAligned);
+  EXPECT_FALSE(o.changed);
+  EXPECT_EQ(clock.map().mode, ClockMap::Mode::kIdentity);
+}
+
+}  // namespace
+}  // namespace stepwatch::live
+
+// ---- the start-up record-layout check (cupti/layout_check.h) ------------------------------------
+
+namespace stepwatch::live {
+namespace {
+
+CUptiResult steps_16_bytes_too_far(uint8_t* buffer, size_t valid, CUpti_Activity** record) {
+  // A library whose kernel record is 16 bytes longer than Kernel10 (a newer KernelN).
+  const CUptiResult r = real_cupti().cuptiActivityGetNextRecord(buffer, valid, record);
+  if (r == CUPTI_SUCCESS && (*record)->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL &&
+      reinterpret_cast<uint8_t*>(*record) - buffer == sizeof(CUpti_ActivityKernel10)) {
+    *record = reinterpret_cast<CUpti_Activity*>(reinterpret_cast<uint8_t*>(*record) + 16);
+  }
+  return r;
+}
+
+TEST(CuptiLayoutCheck, TheRealLibcuptiIteratesOurStructsAtOurSizes) {
+  EXPECT_EQ(check_record_layouts(real_cupti()), "");
+}
+
+TEST(CuptiLayoutCheck, ALibraryWithAnotherKernelRecordSizeIsRefusedWithOneLine) {
+  CuptiApi skewed = real_cupti();
+  skewed.cuptiActivityGetNextRecord = &steps_16_bytes_too_far;
+  const std::string line = check_record_layouts(skewed);
+  EXPECT_NE(line.find("its record layouts differ from CUPTI 13.0's: after CONCURRENT_KERNEL (Kernel10) the next "
+                      "record is at byte 232, not 216"),
+            std::string::npos)
+      << line;
 }
 
 }  // namespace

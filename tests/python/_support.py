@@ -161,11 +161,15 @@ class SpyMixin:
         self._api = _api
         self._saved_c = _api._c
         self._saved_open = _api._step_open
+        self._saved_sources = set(_api._sources_seen)
         self.spy = Spy()
         _api._c = self.spy
         _api._step_open = False
+        _api._sources_seen.clear()  # each test starts with no step source seen
 
     def tearDown(self):
         self._api._c = self._saved_c
         self._api._step_open = self._saved_open
+        self._api._sources_seen.clear()
+        self._api._sources_seen.update(self._saved_sources)
         super().tearDown()

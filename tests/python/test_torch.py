@@ -273,6 +273,64 @@ class ProfilerWrapperTest(SpyMixin, unittest.TestCase):
             self.profiler.profile = modern
 
 
+class ProfilerStepTest(SpyMixin, unittest.TestCase):
+    """torch.profiler's profile.step() as the live step source (ProfilerStep#N is a Kineto
+    RecordFunction, not an NVTX range: without this it never reaches the live library)."""
+
+    def setUp(self):
+        super().setUp()
+        import torch.profiler
+
+        self.profiler = torch.profiler
+
+    def _steps(self):
+        return [c[0] for c in self.spy.calls if c[0] in ("step_begin", "step_end")]
+
+    def test_profile_step_marks_a_step_when_nothing_else_does(self):
+        import stepwatch.torch as swt
+
+        with swt.watch(gc=False):
+            prof = self.profiler.profile()
+            for _ in range(3):
+                prof.step()
+        self.assertEqual(self._steps(), ["step_begin", "step_end", "step_begin", "step_end", "step_begin"])
+
+    def test_the_optimizer_hook_wins(self):
+        import torch
+        import stepwatch.torch as swt
+
+        opt = torch.optim.SGD([1.0])
+        with swt.watch(opt, gc=False):
+            prof = self.profiler.profile()
+            for _ in range(3):
+                opt.step()
+                prof.step()
+        self.assertEqual(self._steps().count("step_begin"), 3)
+
+    def test_explicit_steps_win(self):
+        import stepwatch
+        import stepwatch.torch as swt
+
+        with swt.watch(gc=False):
+            prof = self.profiler.profile()
+            for _ in range(3):
+                stepwatch.step()
+                prof.step()
+        self.assertEqual(self._steps().count("step_begin"), 3)
+
+    def test_profiler_steps_off_and_after_close(self):
+        import stepwatch.torch as swt
+
+        with swt.watch(gc=False, profiler_steps=False):
+            self.profiler.profile().step()
+        self.assertEqual(self._steps(), [])
+        prof = self.profiler.profile()
+        with swt.watch(gc=False):
+            pass
+        prof.step()  # unpatched again
+        self.assertEqual(self._steps(), [])
+
+
 class IntegrationsTest(SpyMixin, unittest.TestCase):
     def test_lightning_callback(self):
         from stepwatch.integrations import StepwatchCallback

@@ -14,6 +14,7 @@ std::string_view to_string(LossKind kind) {
     case LossKind::kRetentionCap: return "retention_cap";
     case LossKind::kBuffersAbandoned: return "buffers_abandoned";
     case LossKind::kLateRecord: return "late_record";
+    case LossKind::kClockUncalibrated: return "clock_uncalibrated";
     default: return "unknown";
   }
 }

@@ -24,6 +24,16 @@ struct GpuTracerOptions {
   // Buffer-callback liveness: this many flush periods without any activity buffer while CUDA API
   // callbacks keep firing means another client took the activity API; one status line says so.
   int silent_flush_periods = 10;
+  // The completeness watermark (cupti/launch_tracker.h): the watermark waits at most this many
+  // flush periods for the record of a traced call; past it the interval is reported incomplete
+  // (EventSink::mark_incomplete) and the watermark moves on.
+  int completeness_wait_periods = 10;
+  // Adaptive buffer sizes: each thread's next activity buffer is sized to fill in about one flush
+  // period at the rate it filled the last one (64 KiB .. buffer_bytes), so that a buffer CUPTI
+  // withholds while it holds a running kernel's record comes back within a period or two. The
+  // first buffer of a thread is initial_buffer_bytes. false: every buffer is buffer_bytes.
+  bool adaptive_buffers = true;
+  int64_t initial_buffer_bytes = 256ll << 10;
 };
 
 // Where the tracer stands: active, or exactly why not.
@@ -62,6 +72,17 @@ struct TracerStats {
   uint64_t launch_calls = 0;        // of which kernel / graph / cooperative launches
   uint64_t contexts_created = 0;
   uint64_t streams_created = 0;
+  // The completeness watermark (per flush: the per-flush delivery line of the job log).
+  int64_t active_since_ns = 0;        // when tracing (re)started: start, resume, a retried resume
+  uint64_t pending_calls = 0;         // traced calls whose record has not arrived
+  int64_t watermark_hold_ns = 0;      // how far the last watermark stayed behind its flush
+  uint64_t calls_given_up = 0;        // waited for past the bound: their interval reported incomplete
+  uint64_t incomplete_records = 0;    // records a forced flush handed back before they completed
+  uint64_t skipped_bytes = 0;         // bytes after a record CUPTI could not step over
+  uint64_t clock_dropped_records = 0; // records set aside while CUPTI's clock was being calibrated
+  uint64_t query_sync_records = 0;    // sync records of polling queries, dropped
+  uint8_t clock_state = 0;            // ClockCheck::State: 0 aligned, 1 calibrating, 2 converting, 3 stood down
+  int64_t last_buffer_bytes = 0;      // the size of the last buffer handed to CUPTI
 };
 
 // Where the tracer's own warnings go (failed vendor calls, rate-limited per call site). Default:

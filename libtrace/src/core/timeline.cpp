@@ -237,7 +237,7 @@ const Event* Timeline::next_gpu_record(int64_t t) const {
 }
 
 const Event* Timeline::launcher_of(const Event& gpu_record) const {
-  // Copies record the driver correlation; runtime and driver calls share it in Kineto and CUPTI.
+  // CUPTI ids differ per runtime/driver call: a memset carries only its driver call's (an API event too).
   return find_correlated(api_by_correlation_, events_, gpu_record.correlation);
 }
 

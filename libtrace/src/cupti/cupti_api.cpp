@@ -1,10 +1,14 @@
 #include "cupti/cupti_api.h"
 
 #include <dlfcn.h>
+#include <link.h>
+#include <limits.h>
+#include <stdlib.h>
 
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "cupti/cupti_adapter.h"
 
@@ -44,7 +48,7 @@ bool CuptiApi::complete() const noexcept {
          cuptiGetCallbackName && cuptiActivityEnable && cuptiActivityDisable &&
          cuptiActivityRegisterCallbacks && cuptiActivitySetAttribute && cuptiActivityFlushAll &&
          cuptiActivityGetNextRecord && cuptiActivityGetNumDroppedRecords &&
-         cuptiActivityEnableAllSyncRecords && cuptiGetResultString && cuptiGetVersion &&
+         cuptiActivityEnableAllSyncRecords && cuptiSetThreadIdType && cuptiGetResultString && cuptiGetVersion &&
          cuptiGetTimestamp && cuptiFinalize;
 }
 
@@ -65,6 +69,7 @@ bool resolve_cupti_api(void* handle, CuptiApi& api, std::string& error) noexcept
     SW_RESOLVE(cuptiActivityGetNextRecord);
     SW_RESOLVE(cuptiActivityGetNumDroppedRecords);
     SW_RESOLVE(cuptiActivityEnableAllSyncRecords);
+    SW_RESOLVE(cuptiSetThreadIdType);
     SW_RESOLVE(cuptiGetResultString);
     SW_RESOLVE(cuptiGetVersion);
     SW_RESOLVE(cuptiGetTimestamp);
@@ -82,38 +87,110 @@ bool resolve_cupti_api(void* handle, CuptiApi& api, std::string& error) noexcept
   }
 }
 
+namespace {
+
+std::string real_path(const std::string& path) {
+  char buf[PATH_MAX];
+  return ::realpath(path.c_str(), buf) != nullptr ? std::string(buf) : path;
+}
+
+// The file name of a loaded object (the path it was opened by).
+std::string loaded_path(void* handle) {
+  struct link_map* map = nullptr;
+  if (dlinfo(handle, RTLD_DI_LINKMAP, &map) != 0 || map == nullptr || map->l_name == nullptr) return {};
+  return map->l_name;
+}
+
+// A loaded object whose file name starts with "libcupti.so" (any version), else empty.
+std::string any_loaded_libcupti() {
+  std::string found;
+  dl_iterate_phdr(
+      [](struct dl_phdr_info* info, size_t, void* out) -> int {
+        const char* name = info->dlpi_name;
+        if (name == nullptr || *name == '\0') return 0;
+        const char* slash = std::strrchr(name, '/');
+        const char* base = slash != nullptr ? slash + 1 : name;
+        if (std::strncmp(base, "libcupti.so", 11) != 0) return 0;
+        *static_cast<std::string*>(out) = name;
+        return 1;
+      },
+      &found);
+  return found;
+}
+
+}  // namespace
+
+bool open_cupti_library(const std::string& path, CuptiApi& api, std::string& error) noexcept {
+  try {
+    // RTLD_LOCAL: CUPTI's symbols must not interpose on another library's. RTLD_NOW: a broken
+    // library fails here, not later in a callback.
+    void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (handle == nullptr) {
+      const char* why = dlerror();
+      error = path + ": cannot open: " + (why ? why : "?");
+      return false;
+    }
+    CuptiApi table;
+    std::string missing;
+    if (!resolve_cupti_api(handle, table, missing)) {
+      error = path + ": " + missing;
+      // Not dlclose'd: closing a library that may have started threads is riskier than the leak.
+      return false;
+    }
+    table.library_path = path;
+    api = std::move(table);
+    return true;
+  } catch (...) {
+    error = "out of memory while loading CUPTI";
+    return false;
+  }
+}
+
 bool load_cupti_api(std::string_view explicit_path, CuptiApi& api, std::string& error) noexcept {
   try {
-    std::string candidates[4];
-    size_t n = 0;
-    if (!explicit_path.empty()) candidates[n++] = std::string(explicit_path);
-    candidates[n++] = "libcupti.so.13";
-    candidates[n++] = STEPWATCH_DEFAULT_CUPTI_DIR "/libcupti.so.13";
-    candidates[n++] = "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13";
-
-    std::string failures;
-    for (size_t i = 0; i < n; ++i) {
-      const std::string& path = candidates[i];
-      // RTLD_LOCAL: CUPTI's symbols must not interpose on another libcupti (a PyTorch wheel's
-      // libcupti.so.12) in the host process. RTLD_NOW: a broken library fails here, not later in
-      // a callback.
-      void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-      if (handle == nullptr) {
-        const char* why = dlerror();
-        failures += (failures.empty() ? "" : "; ") + path + ": cannot open: " + (why ? why : "?");
-        continue;
-      }
+    const std::string wanted(explicit_path);
+    // 1. The process's own libcupti.so.13 (torch's): never a second copy next to it.
+    if (void* loaded = dlopen("libcupti.so.13", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD)) {
+      const std::string path = loaded_path(loaded);
       CuptiApi table;
       std::string missing;
-      if (!resolve_cupti_api(handle, table, missing)) {
-        failures += (failures.empty() ? "" : "; ") + path + ": " + missing;
-        // Not dlclose'd: closing a library that may have started threads is riskier than the leak.
-        continue;
+      if (!resolve_cupti_api(loaded, table, missing)) {
+        error = "the libcupti.so.13 already loaded in this process (" + path + ") lacks " + missing;
+        return false;
       }
       table.library_path = path;
+      table.already_loaded = true;
       api = std::move(table);
+      error.clear();
+      if (!wanted.empty() && real_path(wanted) != real_path(path)) {
+        error = "STEPWATCH_CUPTI_PATH=" + wanted + " not loaded: this process already has libcupti at " + path +
+                " (a second CUPTI in one process is undefined); using that one";
+      }
+      return true;
+    }
+    // 2. Another CUPTI (a libcupti.so.12, ...) is loaded: none of ours next to it.
+    if (const std::string other = any_loaded_libcupti(); !other.empty()) {
+      error = "this process already has another CUPTI loaded (" + other +
+              "): stepwatch reads CUPTI 13.0 records and loads no second CUPTI next to it";
+      return false;
+    }
+    // 3. Load one.
+    std::vector<std::string> candidates;
+    if (!wanted.empty()) candidates.push_back(wanted);
+    candidates.push_back("libcupti.so.13");
+    candidates.push_back(STEPWATCH_DEFAULT_CUPTI_DIR "/libcupti.so.13");
+    candidates.push_back("/usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13");
+    std::string failures;
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      std::string why;
+      if (!open_cupti_library(candidates[i], api, why)) {
+        failures += (failures.empty() ? "" : "; ") + why;
+        continue;
+      }
+      // The loader's path: name the file it found.
+      if (const std::string path = loaded_path(api.library_handle); !path.empty()) api.library_path = path;
       // An explicit path that failed is worth a warning even when a fallback worked.
-      error = (!explicit_path.empty() && i > 0) ? failures : std::string();
+      error = (!wanted.empty() && i > 0) ? failures : std::string();
       return true;
     }
     error = failures;

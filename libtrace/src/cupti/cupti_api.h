@@ -33,6 +33,7 @@ struct CuptiApi {
   decltype(&::cuptiActivityGetNextRecord) cuptiActivityGetNextRecord = nullptr;
   decltype(&::cuptiActivityGetNumDroppedRecords) cuptiActivityGetNumDroppedRecords = nullptr;
   decltype(&::cuptiActivityEnableAllSyncRecords) cuptiActivityEnableAllSyncRecords = nullptr;
+  decltype(&::cuptiSetThreadIdType) cuptiSetThreadIdType = nullptr;
   // Misc.
   decltype(&::cuptiGetResultString) cuptiGetResultString = nullptr;
   decltype(&::cuptiGetVersion) cuptiGetVersion = nullptr;
@@ -41,21 +42,31 @@ struct CuptiApi {
 
   // NOTE: never dlclose'd — CUPTI's threads may run our callbacks until the process exits.
   void* library_handle = nullptr;
-  std::string library_path;  // the candidate that loaded
+  std::string library_path;     // the file in use
+  bool already_loaded = false;  // the process had it loaded before stepwatch looked (torch's copy)
 
   // True when every function above is resolved (the adapter calls them without null checks).
   bool complete() const noexcept;
 };
 
-// The candidates tried, in order: `explicit_path` when not empty (STEPWATCH_CUPTI_PATH, read by
-// the session's Config — never here), "libcupti.so.13" (the loader's search path),
-// STEPWATCH_DEFAULT_CUPTI_DIR "/libcupti.so.13" (the toolkit we were built against), then
-// /usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13.
-//
-// Returns true when one candidate loaded and resolved every function. `error` receives one human
-// line per failed candidate ("…: cannot open: …; …"); on success it is non-empty only when an
-// explicit path failed and a fallback was used (the session logs it as a warning).
+// The libcupti stepwatch uses, never a second copy in one process (two CUPTIs in a process is
+// undefined; with CUDA 13 PyTorch wheels torch has loaded its libcupti.so.13 before the driver
+// calls InitializeInjection):
+//   1. the libcupti.so.13 the process has loaded already (dlopen RTLD_NOLOAD by soname). An
+//      `explicit_path` (STEPWATCH_CUPTI_PATH, read by the session's Config — never here) to another
+//      file is not loaded: `error` says so, the loaded one is used;
+//   2. else, when another libcupti* is loaded (a libcupti.so.12 of a CUDA 12 wheel), none: its
+//      records are not CUDA 13.0's and a second CUPTI must not join it (`error` says which);
+//   3. else the first that loads of `explicit_path`, "libcupti.so.13" (the loader's search path),
+//      STEPWATCH_DEFAULT_CUPTI_DIR "/libcupti.so.13" (the toolkit we were built against) and
+//      /usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13.
+// Returns true when one loaded and resolved every function. `error` receives one human line per
+// failed candidate; on success it is non-empty only for a note worth a warning (an explicit path
+// refused or failed).
 bool load_cupti_api(std::string_view explicit_path, CuptiApi& api, std::string& error) noexcept;
+
+// dlopen + resolve one file, nothing else (tests, and the policy above).
+bool open_cupti_library(const std::string& path, CuptiApi& api, std::string& error) noexcept;
 
 // Resolves the table from an already dlopen'ed handle. `error` names the missing symbols.
 bool resolve_cupti_api(void* handle, CuptiApi& api, std::string& error) noexcept;

@@ -2,6 +2,8 @@
 
 #include <ctime>
 
+#include "core/event_sink.h"
+#include "cupti/launch_tracker.h"
 #include "stepwatch/core/classify.h"
 
 namespace stepwatch::live {
@@ -92,6 +94,20 @@ constexpr TracedCallback kApiCallbacks[] = {
     SW_DRV(cuMemcpyBatchAsync_v2_ptsz, kMemcpyAsync),
     SW_DRV(cuMemsetD8_v2, kMemsetSync),
     SW_DRV(cuMemsetD32_v2, kMemsetSync),
+    // The driver calls the runtime's cudaMemsetAsync makes: a memset record carries their
+    // correlation id only (cupti_activity.h:2455-2457), so the completeness watermark needs them.
+    SW_DRV(cuMemsetD8Async, kMemsetAsync),
+    SW_DRV(cuMemsetD16Async, kMemsetAsync),
+    SW_DRV(cuMemsetD32Async, kMemsetAsync),
+    SW_DRV(cuMemsetD2D8Async, kMemsetAsync),
+    SW_DRV(cuMemsetD2D16Async, kMemsetAsync),
+    SW_DRV(cuMemsetD2D32Async, kMemsetAsync),
+    SW_DRV(cuMemsetD8Async_ptsz, kMemsetAsync),
+    SW_DRV(cuMemsetD16Async_ptsz, kMemsetAsync),
+    SW_DRV(cuMemsetD32Async_ptsz, kMemsetAsync),
+    SW_DRV(cuMemsetD2D8Async_ptsz, kMemsetAsync),
+    SW_DRV(cuMemsetD2D16Async_ptsz, kMemsetAsync),
+    SW_DRV(cuMemsetD2D32Async_ptsz, kMemsetAsync),
     // Driver: allocation.
     SW_DRV(cuMemAlloc_v2, kMalloc),
     SW_DRV(cuMemFree_v2, kFree),
@@ -111,6 +127,9 @@ constexpr TracedCallback kApiCallbacks[] = {
 constexpr TracedCallback kResourceCallbacks[] = {
     {CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED, ApiClass::kOther},
     {CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_STREAM_CREATED, ApiClass::kOther},
+    // CUPTI's kernel-name strings may go with their module: the name cache is emptied then.
+    {CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING, ApiClass::kOther},
+    {CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING, ApiClass::kOther},
 };
 
 #undef SW_RT
@@ -132,10 +151,11 @@ int64_t monotonic_ns() noexcept {
 std::span<const TracedCallback> traced_api_callbacks() noexcept { return kApiCallbacks; }
 std::span<const TracedCallback> traced_resource_callbacks() noexcept { return kResourceCallbacks; }
 
-CallbackCounters::CallbackCounters() noexcept {
+CallbackCounters::CallbackCounters(LaunchTracker* tracker) noexcept : tracker_(tracker) {
   for (const TracedCallback& cb : kApiCallbacks) {
     uint8_t role = kCounted;
     if (is_blocking(cb.api_class)) role = kBlocking;
+    if (is_enqueue(cb.api_class)) role = kEnqueue;
     if (cb.api_class == ApiClass::kLaunch) role = kLaunch;
     if (cb.domain == CUPTI_CB_DOMAIN_RUNTIME_API && cb.cbid < runtime_role_.size()) runtime_role_[cb.cbid] = role;
     if (cb.domain == CUPTI_CB_DOMAIN_DRIVER_API && cb.cbid < driver_role_.size()) driver_role_[cb.cbid] = role;
@@ -163,6 +183,16 @@ void CallbackCounters::on_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid
     const bool counted = runtime ? t_runtime_depth == 1 : t_runtime_depth == 0;
     // correlationData carries the ENTER time to the EXIT callback of the same call (0 = skip).
     if (data->correlationData != nullptr) *data->correlationData = counted ? static_cast<uint64_t>(now) : 0u;
+    if (tracker_ != nullptr) {
+      const bool enqueues = role == kLaunch || role == kEnqueue;
+      // Published at ENTER: the call's record cannot exist before it, and a watermark taken
+      // after this point waits for it. On the records' clock (CLOCK_REALTIME).
+      if (counted) {
+        tracker_->enter(data->correlationId, stepwatch::now_ns(), enqueues);
+      } else if (enqueues) {
+        tracker_->nested(data->correlationId);
+      }
+    }
   } else {
     if (runtime && t_runtime_depth > 0) --t_runtime_depth;
     const uint64_t entered = data->correlationData != nullptr ? *data->correlationData : 0u;

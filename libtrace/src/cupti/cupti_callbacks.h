@@ -5,7 +5,9 @@
 // a table lookup, one clock read, relaxed atomic adds on a per-thread shard. They never allocate,
 // never lock, never call CUDA, and never throw (the adapter's trampoline catches everything).
 // The events themselves come from the activity records (RUNTIME/DRIVER kinds); the callbacks
-// give live counters (blocking time, launches) and the liveness signal "CUDA calls keep coming".
+// give live counters (blocking time, launches), the liveness signal "CUDA calls keep coming", and
+// the calls the completeness watermark waits for (launch_tracker.h): each thread's outermost
+// traced call by correlation id, plus the driver enqueue call made inside it.
 #pragma once
 
 #include <array>
@@ -40,9 +42,12 @@ struct CallbackTotals {
   int64_t callback_ns = 0;  // time inside on_api/on_resource themselves
 };
 
+class LaunchTracker;
+
 class CallbackCounters {
  public:
-  CallbackCounters() noexcept;
+  // `tracker` (may be null) is told about every traced call; it must outlive this.
+  explicit CallbackCounters(LaunchTracker* tracker = nullptr) noexcept;
 
   // RUNTIME_API / DRIVER_API callbacks. `data` is CUPTI's CUpti_CallbackData.
   void on_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CUpti_CallbackData* data) noexcept;
@@ -52,7 +57,8 @@ class CallbackCounters {
   void add_callback_ns(int64_t ns) noexcept;  // the buffer callbacks' own time
 
  private:
-  enum Role : uint8_t { kUntraced = 0, kCounted, kBlocking, kLaunch };
+  // kEnqueue: async copies and memsets (counted like kCounted; completed by their GPU record).
+  enum Role : uint8_t { kUntraced = 0, kCounted, kBlocking, kLaunch, kEnqueue };
   // Spread over shards (one per thread, round-robin) so that application threads launching at a
   // high rate do not bounce one cache line between cores.
   struct alignas(64) Shard {
@@ -65,6 +71,7 @@ class CallbackCounters {
   static constexpr size_t kShards = 16;
   Shard& shard() noexcept;
 
+  LaunchTracker* const tracker_;
   std::array<uint8_t, CUPTI_RUNTIME_TRACE_CBID_SIZE> runtime_role_{};
   std::array<uint8_t, CUPTI_DRIVER_TRACE_CBID_SIZE> driver_role_{};
   std::array<Shard, kShards> shards_{};

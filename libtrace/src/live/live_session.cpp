@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <thread>
 
 #include <spdlog/logger.h>
 
@@ -99,13 +100,9 @@ LiveSession::LiveSession(const LiveConfig& config, const std::vector<std::string
     disabled_.store(true);
     return;
   }
-  const std::string run_dir =
-      config_.output_dir + "/rank" + std::to_string(config_.rank) + "-pid" + std::to_string(::getpid());
-  outputs_ = std::make_unique<RunOutputs>(config_, run_dir, *log_, names_);
-  pipeline_ = std::make_unique<LivePipeline>(config_, names_, losses_, *outputs_);
-  if (config_.metrics_port > 0 || !config_.metrics_textfile.empty()) {
-    metrics_ = std::make_unique<MetricsExporter>(config_, *log_);
-  }
+  // Only the name here: the outputs, the pipeline and the metrics listener are created by the
+  // analysis thread (create_outputs), outside the application's first cuInit.
+  run_dir_ = config_.output_dir + "/rank" + std::to_string(config_.rank) + "-pid" + std::to_string(::getpid());
   step_name_ = names_.intern("step");
   // With every signal blocked: the host's process-directed signals (SIGTERM from torchrun/slurm,
   // SIGINT, SIGCHLD) must reach the host's own threads.
@@ -113,6 +110,7 @@ LiveSession::LiveSession(const LiveConfig& config, const std::vector<std::string
   if (config_.host_sample_hz > 0) {
     // The thread that starts stepwatch is the first launcher we know (InitializeInjection runs on
     // the thread of the first CUDA call); step_begin moves the sampler to the thread marking steps.
+    // (The sampler opens /proc files on its own thread.)
     host_sampler_ = std::make_unique<HostSampler>(*this, config_.host_sample_hz);
     host_sampler_->set_target(HostThread::current());
     host_sampler_->start();
@@ -195,8 +193,8 @@ void LiveSession::start_gpu_tracing() noexcept {
             [this](std::string_view line) { log_->info(std::string(line)); });
         nvml_->start();
       }
-      log_->info(std::string("active: stepwatch ") + STEPWATCH_VERSION + "; " + detail + "; outputs in " +
-                 outputs_->run_dir() + "/");
+      log_->info(std::string("active: stepwatch ") + STEPWATCH_VERSION + "; " + detail + "; outputs in " + run_dir_ +
+                 "/");
     } else {
       // Stand down from GPU tracing: step marks are still timed, nothing GPU-based is judged.
       gpu_traced_.store(false);
@@ -205,14 +203,15 @@ void LiveSession::start_gpu_tracing() noexcept {
   } catch (...) {
     gpu_traced_.store(false);
   }
-  wake();
+  // No wake(): the analysis thread's first cycle (which creates the outputs) comes on its period,
+  // not inside the application's cuInit.
 }
 
 void LiveSession::disable_in_child() noexcept {
   disabled_.store(true);
   shut_down_.store(true);  // the child's atexit must not touch the parent's threads
   cupti_tracer().disable_in_child();
-  if (metrics_) metrics_->close_in_child();
+  if (outputs_ready_.load(std::memory_order_acquire) && metrics_) metrics_->close_in_child();
 }
 
 void LiveSession::shutdown() noexcept {
@@ -231,7 +230,7 @@ void LiveSession::shutdown() noexcept {
       lock.unlock();
       thread_.join();
       // After the final pass published the last snapshot and wrote the textfile.
-      if (metrics_) metrics_->stop();
+      if (outputs_ready_.load(std::memory_order_acquire) && metrics_) metrics_->stop();
     } else {
       lock.unlock();
       thread_.detach();
@@ -249,6 +248,23 @@ void LiveSession::wake() noexcept {
   loop_cv_.notify_one();
 }
 
+void LiveSession::create_outputs() {
+  outputs_ = std::make_unique<RunOutputs>(config_, run_dir_, *log_, names_);
+  meter_ = std::make_unique<JudgementMeter>(*outputs_, &stepwatch::now_ns);
+  pipeline_ = std::make_unique<LivePipeline>(config_, names_, losses_, *meter_);
+  if (config_.metrics_port > 0 || !config_.metrics_textfile.empty()) {
+    metrics_ = std::make_unique<MetricsExporter>(config_, *log_);
+  }
+  outputs_ready_.store(true, std::memory_order_release);
+}
+
+int LiveSession::metrics_port() const {
+  for (int i = 0; i < 2000 && !outputs_ready_.load(std::memory_order_acquire) && !disabled_.load(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return outputs_ready_.load(std::memory_order_acquire) && metrics_ ? metrics_->port() : 0;
+}
+
 void LiveSession::analysis_loop() {
   const auto period = std::chrono::milliseconds(std::max<int64_t>(config_.flush_period_ms / 2, 20));
   for (;;) {
@@ -263,6 +279,7 @@ void LiveSession::analysis_loop() {
       flush_requested_ = false;
     }
     try {
+      if (!outputs_ready_.load(std::memory_order_relaxed)) create_outputs();
       analysis_cycle(stop, exact);
     } catch (...) {
       // Never let an analysis failure escape into the host; the next cycle tries again.
@@ -288,6 +305,7 @@ void LiveSession::analysis_cycle(bool final_pass, bool exact_watermark) {
     pipeline_->set_untraced(std::move(intervals));
     pipeline_->set_incomplete(incomplete_);
   }
+  follow_tracer_after_resume();
   pipeline_->set_gpu_traced(gpu_traced_.load());
   pipeline_->ingest(batch);
   // Without GPU tracing only host events arrive, submitted when they end: everything up to now
@@ -331,6 +349,9 @@ void LiveSession::analysis_cycle(bool final_pass, bool exact_watermark) {
     o.callback_ns = st.callback_ns;
     o.cupti_overhead_ns = st.cupti_overhead_ns;
     outputs_->write_exit_summary(o);
+    if (gpu_traced_.load() && meter_->counts().total() > 0) log_->info(meter_->summary_line());
+  } else if (gpu_traced_.load()) {
+    log_flush_delivery();
   }
   if (metrics_ && metrics_->enabled()) {
     outputs_->metrics().set_losses(losses);
@@ -441,6 +462,7 @@ int LiveSession::pause() noexcept {
       std::lock_guard<std::mutex> lock(pause_mu_);
       if (paused_) return STEPWATCH_OK;
       paused_ = true;
+      resume_pending_ = false;  // a new pause/resume round takes over from a refused resume
       untraced_.emplace_back(now_ns(), INT64_MAX);
     }
     cupti_tracer().pause();
@@ -461,13 +483,48 @@ int LiveSession::resume() noexcept {
       untraced_.back().second = now_ns();
     }
     cupti_tracer().resume();
-    const bool ok = cupti_tracer().state() == TracerState::kActive;
-    log_->info(ok ? "resumed: GPU tracing again" : "could not take CUPTI back: GPU tracing stays off");
-    if (!ok) gpu_traced_.store(false);
+    if (cupti_tracer().state() == TracerState::kActive) {
+      log_->info("resumed: GPU tracing again");
+      return STEPWATCH_OK;
+    }
+    // Never a silent loss: the adapter said why (one line naming the holder); the steps from here
+    // are timed, not judged, until CUPTI is free again — the adapter keeps retrying.
+    {
+      std::lock_guard<std::mutex> lock(pause_mu_);
+      untraced_.back().second = INT64_MAX;
+      resume_pending_ = true;
+    }
+    log_->info("could not take CUPTI back: steps are timed, not judged, until the other client lets go");
   } catch (...) {
     return STEPWATCH_ERROR_INTERNAL;
   }
   return STEPWATCH_OK;
+}
+
+void LiveSession::follow_tracer_after_resume() {
+  std::lock_guard<std::mutex> lock(pause_mu_);
+  if (!resume_pending_ || paused_) return;
+  const TracerStats st = cupti_tracer().stats();
+  if (cupti_tracer().state() != TracerState::kActive) return;
+  // The tracer took CUPTI back by itself (after Kineto's teardown released it): traced again from then.
+  untraced_.back().second = std::max(untraced_.back().first, st.active_since_ns);
+  resume_pending_ = false;
+}
+
+void LiveSession::log_flush_delivery() {
+  // Per flush, for a first GPU run: what CUPTI delivered and how far the watermark is held, next to
+  // what was judged — a watermark problem reads differently from a detector problem.
+  if (!logger_->should_log(spdlog::level::debug)) return;
+  const TracerStats st = cupti_tracer().stats();
+  if (st.flushes == last_flush_stats_.flushes) return;
+  const JudgementMeter::Counts d = meter_->take_delta();
+  logger_->debug(
+      "[stepwatch][rank {}] flush: {} buffers, {} records delivered (buffer size {} KiB), {} calls waited for, "
+      "watermark held {:.1f} ms; steps judged {}, incomplete {}, warm-up {}, untraced {}",
+      config_.rank, st.buffers_completed - last_flush_stats_.buffers_completed,
+      st.records - last_flush_stats_.records, st.last_buffer_bytes / 1024, st.pending_calls,
+      double(st.watermark_hold_ns) / 1e6, d.judged, d.incomplete, d.warmup, d.untraced);
+  last_flush_stats_ = st;
 }
 
 int LiveSession::last_step(stepwatch_step_summary* out) noexcept {

@@ -18,8 +18,10 @@
 
 #include "live/event_queue.h"
 #include "core/event_sink.h"
+#include "live/judgement_meter.h"
 #include "live/samplers/host_sampler.h"
 #include "live/live_config.h"
+#include "core/gpu_tracer.h"
 #include "live/live_pipeline.h"
 #include "live/outputs/log_reporter.h"
 #include "live/samplers/nvml_sampler.h"
@@ -67,14 +69,21 @@ class LiveSession final : public EventSink {
   bool enabled() const noexcept { return !disabled_.load(std::memory_order_acquire); }
 
   const LiveConfig& config() const { return config_; }
-  const std::string& run_dir() const { return outputs_->run_dir(); }
-  // The metrics endpoint's bound port; 0 when not serving.
-  int metrics_port() const { return metrics_ ? metrics_->port() : 0; }
+  const std::string& run_dir() const { return run_dir_; }
+  // The metrics endpoint's bound port; 0 when not serving. Waits (bounded) for the analysis thread
+  // to have created the outputs.
+  int metrics_port() const;
 
  private:
   LiveSession(const LiveConfig& config, const std::vector<std::string>& problems, const std::string& log_path);
   void analysis_loop();
   void analysis_cycle(bool final_pass, bool exact_watermark);
+  // The outputs, the pipeline and the metrics listener, created on the analysis thread's first
+  // cycle: InitializeInjection runs inside the application's first cuInit and does CUPTI set-up
+  // only — no file, no socket.
+  void create_outputs();
+  void log_flush_delivery();             // per flush, at debug level (analysis thread)
+  void follow_tracer_after_resume();     // a retried resume succeeded: tracing again (analysis thread)
   void wake() noexcept;
   Event step_event(EventKind kind, int64_t start_ns, int64_t end_ns) const;  // under step_mu_
 
@@ -84,8 +93,12 @@ class LiveSession final : public EventSink {
   EventQueues queues_;
   std::shared_ptr<spdlog::logger> logger_;
   std::unique_ptr<LogReporter> log_;
+  std::string run_dir_;
+  // Created by create_outputs() on the analysis thread; outputs_ready_ (release) publishes them.
   std::unique_ptr<RunOutputs> outputs_;
+  std::unique_ptr<JudgementMeter> meter_;   // analysis thread only
   std::unique_ptr<LivePipeline> pipeline_;  // analysis thread only
+  std::atomic<bool> outputs_ready_{false};
   std::unique_ptr<HostSampler> host_sampler_;  // null unless STEPWATCH_HOST_SAMPLE_HZ > 0
   std::unique_ptr<NvmlSampler> nvml_;          // null unless GPU tracing started and STEPWATCH_NVML
   std::unique_ptr<MetricsExporter> metrics_;  // null unless STEPWATCH_METRICS_PORT/_TEXTFILE
@@ -108,6 +121,10 @@ class LiveSession final : public EventSink {
   std::vector<std::pair<int64_t, int64_t>> untraced_;
   std::vector<std::pair<int64_t, int64_t>> incomplete_;  // EventSink::mark_incomplete
   bool paused_ = false;
+  // stepwatch_resume could not take CUPTI back: the untraced interval stays open until the
+  // tracer's own retry succeeds (its active_since_ns closes it).
+  bool resume_pending_ = false;
+  TracerStats last_flush_stats_{};  // the per-flush line's previous totals (analysis thread)
 
   // The analysis thread and its hand-shakes.
   std::mutex loop_mu_;

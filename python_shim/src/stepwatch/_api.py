@@ -25,6 +25,12 @@ _c = _lib.load_default()
 # step() reads it; the C side keeps the authoritative state (a begin ends an open step anyway).
 _step_open = False
 
+# The shim's step sources: explicit step()/step_begin() calls and the optimizer hook of
+# stepwatch.torch.watch(optimizer) (these two together, as before: a first stepwatch.step() then
+# the hook is the documented pattern), and torch.profiler's profile.step(), which marks a step only
+# while neither of the others has (a profiler stepping next to them would cut steps in two).
+_sources_seen = set()
+
 _INT64_MAX = (1 << 63) - 1
 
 
@@ -97,6 +103,15 @@ def version():
         return None
 
 
+def _mark_step(source, n=None):
+    """step() on behalf of `source` ("optimizer" or "profiler"). The profiler's marks are ignored
+    (ERROR_DISABLED) once explicit calls or the optimizer hook have marked a step."""
+    if source == "profiler" and _sources_seen & {"user", "optimizer"}:
+        return ERROR_DISABLED
+    _sources_seen.add(source)
+    return _step(n)
+
+
 def step(n=None):
     """Ends the open step (if any) and begins the next. `n`: the step number; None lets stepwatch count.
 
@@ -105,7 +120,15 @@ def step(n=None):
         for batch in loader:
             stepwatch.step()
             train_one_step(batch)
+
+    Once an explicit call (or stepwatch.torch.watch's optimizer hook) marked a step,
+    torch.profiler's profile.step() no longer does.
     """
+    _sources_seen.add("user")
+    return _step(n)
+
+
+def _step(n=None):
     number = -1 if n is None else _step_number(n)
     c = _c
     if c is None:
@@ -124,6 +147,7 @@ def step(n=None):
 
 def step_begin(n=None):
     """A step starts now (`stepwatch_step_begin`); a begin without an end ends the previous step."""
+    _sources_seen.add("user")
     number = -1 if n is None else _step_number(n)
     c = _c
     if c is None:

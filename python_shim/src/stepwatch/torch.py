@@ -14,7 +14,13 @@ What watch() installs (each undone by close()):
     default STEPWATCH_DATA_PATTERN matches: direct input-starvation evidence;
   - a gc.callbacks entry timing every collection as a "gc" phase;
   - torch.profiler.profile wrappers pausing stepwatch while a profiler traces (CUPTI has a single
-    subscriber) and resuming it after the last one stops (see "torch.profiler" below).
+    subscriber) and resuming it after the last one stops (see "torch.profiler" below);
+  - profile.step() as a step mark (profiler_steps=True): torch.profiler's ProfilerStep#N is a
+    Kineto RecordFunction, not an NVTX range, so it never reaches the live library by itself.
+    One source wins: profile.step() marks steps only while neither explicit stepwatch.step()
+    calls nor the optimizer hook have (those two mark together, as before). C-API marks outrank
+    NVTX step ranges in the pipeline: pass profiler_steps=False to keep NVTX `step` ranges as the
+    source while a profiler object steps.
 
 torch is imported only when watch() patches the profiler, by absolute name: this module is
 `stepwatch.torch`, never the real `torch`.
@@ -159,6 +165,7 @@ _prof_state = {
     "paused": False,     # whether our pause() succeeded (then the last stop resumes)
 }
 _PATCH_POINTS = (("prepare_trace", "stop_trace"), ("start", "stop"))
+_profiler_steps = [0]  # open watch() handles with profiler_steps=True
 
 
 def _profiler_started(prof):
@@ -212,6 +219,20 @@ def _make_end(orig):
     return end
 
 
+def _make_step(orig):
+    def step(self, *args, **kwargs):
+        try:
+            return orig(self, *args, **kwargs)
+        finally:
+            # After the profiler's own step: its schedule moves first, then our step begins.
+            if _profiler_steps[0] > 0:
+                _api._mark_step("profiler")
+
+    step.__wrapped__ = orig
+    step._stepwatch_patch = True
+    return step
+
+
 def _patch_profiler():
     """True when torch.profiler.profile is (now) patched; False without torch."""
     try:
@@ -227,7 +248,10 @@ def _patch_profiler():
             if begin_name is None:
                 return False
             saved = {}
-            for name, make in ((begin_name, _make_begin), (end_name, _make_end)):
+            points = [(begin_name, _make_begin), (end_name, _make_end)]
+            if callable(getattr(cls, "step", None)):
+                points.append(("step", _make_step))
+            for name, make in points:
                 orig = getattr(cls, name)
                 if getattr(orig, "_stepwatch_patch", False):
                     continue  # patched by another copy of this module: do not wrap twice
@@ -292,7 +316,7 @@ class Watch:
 def _hook_optimizer(optimizer, w):
     register = getattr(optimizer, "register_step_post_hook", None)
     if callable(register):
-        handle = register(lambda opt, args, kwargs: _api.step())
+        handle = register(lambda opt, args, kwargs: _api._mark_step("optimizer"))
         w._undo.append(handle.remove)
         return
     # torch < 2.0: wrap the instance's step().
@@ -305,7 +329,7 @@ def _hook_optimizer(optimizer, w):
     def step(*args, **kwargs):
         result = orig(*args, **kwargs)
         if state["on"]:
-            _api.step()
+            _api._mark_step("optimizer")
         return result
 
     optimizer.step = step
@@ -321,13 +345,15 @@ def _hook_optimizer(optimizer, w):
     w._undo.append(undo)
 
 
-def watch(optimizer=None, loader=None, gc=True, profiler=True, data_phase=DATA_PHASE):
+def watch(optimizer=None, loader=None, gc=True, profiler=True, data_phase=DATA_PHASE, profiler_steps=True):
     """Mark steps and time data waits, GC pauses and profiler sessions for stepwatch.
 
     optimizer: its step() ends one stepwatch step and begins the next (a step post-hook).
     loader:    any iterable (a torch DataLoader); iterate over the returned handle's `.loader`.
     gc:        time every garbage collection as a "gc" phase.
     profiler:  pause stepwatch while a torch.profiler.profile traces (resumed after it stops).
+    profiler_steps: with profiler, torch.profiler's profile.step() marks a step — when neither
+               explicit stepwatch.step() calls nor the optimizer hook do (one source wins).
     Returns a Watch handle; close() undoes everything.
     """
     w = Watch()
@@ -343,6 +369,9 @@ def watch(optimizer=None, loader=None, gc=True, profiler=True, data_phase=DATA_P
             w._undo.append(_remove_gc)
         if profiler and _patch_profiler():
             w._undo.append(_unpatch_profiler)
+            if profiler_steps:
+                _profiler_steps[0] += 1
+                w._undo.append(lambda: _profiler_steps.__setitem__(0, max(0, _profiler_steps[0] - 1)))
     except BaseException:
         w.close()
         raise

@@ -7,7 +7,13 @@
 // have "happened". It exits normally (atexit: the exit summary) unless told otherwise.
 //
 //   stepwatch_e2e_driver INJECT_SO FAKE_CUPTI_SO SCENARIO STEPS
-//                        [normal|_exit|fork|fatal|conflict|pool|sigterm|sigterm_exit|storm|unmarked]
+//                        [normal|_exit|fork|fatal|conflict|pool|sigterm|sigterm_exit|storm|unmarked|
+//                         profiler|watchdog|cupti_13_2]
+//
+// SCENARIO sim:<program> plays a live loop against the fake's faithful model instead of replaying
+// a synthetic trace (e2e/sim_loop.h); modes there: profiler (torch.profiler's Kineto over four
+// steps, bracketed by stepwatch_pause/resume like stepwatch.torch.watch), watchdog (a thread
+// polling cudaEventQuery, like the NCCL watchdog), cupti_13_2 (the fake reports CUPTI 13.2).
 //
 // unmarked: the same loop without stepwatch_step_begin/end (a job that marks no steps: the live
 // pipeline must infer them).
@@ -18,8 +24,11 @@
 // (stepwatch's atexit path must still write the exit summary, bounded, and report the loss).
 // storm: after the loop, 64 host threads launch at once through the fake's callback path and
 // buffers, with a pool far smaller than the demand; prints what it produced and dropped.
+#include <arpa/inet.h>
 #include <dlfcn.h>
+#include <netinet/in.h>
 #include <pthread.h>
+#include <sys/socket.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -35,6 +44,7 @@
 #include <thread>
 #include <vector>
 
+#include "e2e/sim_loop.h"
 #include "fake_cupti/fake_cupti.h"
 #include "synthetic/transforms.h"
 #include "synthetic/workload.h"
@@ -270,6 +280,100 @@ StormResult launch_storm(const FakeCuptiControl* fake) {
   return r;
 }
 
+// ---- the faithful model: a live loop (e2e/sim_loop.h) -------------------------------------------
+
+// What happens right after InitializeInjection returned: it must have done CUPTI set-up only (the
+// run directory and the metrics listener come later, from the analysis thread).
+void report_after_init() {
+  const char* out = std::getenv("STEPWATCH_OUTPUT_DIR");
+  std::printf("after init: output dir %s\n", out != nullptr && ::access(out, F_OK) == 0 ? "present" : "absent");
+  if (const char* port = std::getenv("STEPWATCH_METRICS_PORT")) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(std::atoi(port)));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    const bool open = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+    ::close(fd);
+    std::printf("after init: metrics port %s\n", open ? "open" : "closed");
+  }
+}
+
+struct ProfilerSession {
+  const FakeCuptiSim* sim;
+  stepwatch::e2e::CApi c;
+  int start_step, stop_step;
+};
+
+// torch.profiler over a few steps, as stepwatch.torch.watch() brackets it: stepwatch_pause before
+// Kineto takes CUPTI (prepare_trace), stepwatch_resume after it stopped (stop_trace).
+void profiler_around_steps(int step, void* ctx) {
+  auto* p = static_cast<ProfilerSession*>(ctx);
+  if (step == p->start_step) {
+    p->c.pause();
+    std::printf("kineto: subscribe -> %d\n", p->sim->kineto_start());
+  } else if (step == p->stop_step) {
+    p->sim->kineto_stop();
+    p->c.resume();
+    std::printf("kineto: stopped, records %llu, still subscribed %d\n",
+                static_cast<unsigned long long>(p->sim->kineto_records()), p->sim->kineto_subscribed());
+  }
+}
+
+int run_sim(void* sw, const FakeCuptiSim* sim, const std::string& name, int steps, const std::string& mode) {
+  stepwatch::e2e::SimProgram program;
+  if (!stepwatch::e2e::sim_program(name, program)) {
+    std::fprintf(stderr, "e2e_driver: unknown sim program %s\n", name.c_str());
+    return 2;
+  }
+  stepwatch::e2e::CApi c;
+  c.step_begin = sym<int (*)(int64_t)>(sw, "stepwatch_step_begin");
+  c.step_end = sym<int (*)()>(sw, "stepwatch_step_end");
+  c.phase_push = sym<int (*)(const char*)>(sw, "stepwatch_phase_push");
+  c.phase_pop = sym<int (*)()>(sw, "stepwatch_phase_pop");
+  c.pause = sym<int (*)()>(sw, "stepwatch_pause");
+  c.resume = sym<int (*)()>(sw, "stepwatch_resume");
+  auto flush = sym<int (*)()>(sw, "stepwatch_flush");
+  ProfilerSession profiler{sim, c, steps / 3, steps / 3 + 4};
+  std::atomic<bool> stop_polling{false};
+  std::thread poller;
+  if (mode == "watchdog") {
+    poller = std::thread([&] { stepwatch::e2e::poll_event_queries(*sim, 5'000, stop_polling); });
+  }
+  const int64_t t0 = now_ns();
+  std::vector<std::pair<int64_t, int64_t>> windows;
+  const uint64_t kernels = stepwatch::e2e::run_sim_loop(
+      program, steps, c, *sim, mode == "profiler" ? &profiler_around_steps : nullptr, &profiler, &windows);
+  const double seconds = double(now_ns() - t0) / 1e9;
+  stop_polling.store(true);
+  if (poller.joinable()) poller.join();
+  // exit_at_once: a launcher that returns right after its last step (no flush, no sync), the last
+  // step's kernels still queued on the GPU when stepwatch's exit handler runs.
+  if (mode == "exit_at_once") {
+    std::printf("sim: %llu kernels launched; exiting at once\n", static_cast<unsigned long long>(kernels));
+    std::fflush(stdout);
+    return 0;
+  }
+  flush();
+  // The ground truth per step: the model GPU's busy share of the step's window.
+  for (size_t i = 0; i < windows.size(); ++i) {
+    const auto [a, b] = windows[i];
+    std::printf("truth: step %zu busy_pct %.2f wall_ms %.3f\n", i,
+                b > a ? 100.0 * double(sim->busy_ns(a, b)) / double(b - a) : 0.0, double(b - a) / 1e6);
+  }
+  FakeCuptiSimStats st{};
+  sim->stats(&st);
+  std::printf("sim: %llu kernels in %.2f s (%.0f kernels/s); buffers delivered %llu, withheld (summed over flushes) "
+              "%llu, forced-flush incomplete %llu\n",
+              static_cast<unsigned long long>(kernels), seconds, double(kernels) / seconds,
+              static_cast<unsigned long long>(st.buffers_delivered), static_cast<unsigned long long>(st.buffers_withheld),
+              static_cast<unsigned long long>(st.forced_incomplete));
+  std::printf("thread id type %d, timestamp callbacks registered %d, TEARDOWN_CUPTI %s\n", sim->thread_id_type(),
+              sim->timestamp_registrations(), std::getenv("TEARDOWN_CUPTI") ? std::getenv("TEARDOWN_CUPTI") : "unset");
+  std::fflush(stdout);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -288,7 +392,11 @@ int main(int argc, char** argv) {
   }
   const FakeCuptiControl* fake = sym<const FakeCuptiControl* (*)()>(fh, "fake_cupti_control")();
   fake->reset();
-  setenv("STEPWATCH_CUPTI_PATH", fake_so.c_str(), 1);
+  // The fake is loaded first, as torch's libcupti is: stepwatch must use it (soname libcupti.so.13)
+  // whatever STEPWATCH_CUPTI_PATH says; a test may set that to another file.
+  setenv("STEPWATCH_CUPTI_PATH", fake_so.c_str(), /*overwrite=*/0);
+  const auto* sim = sym<const FakeCuptiSim* (*)()>(fh, "fake_cupti_sim")();
+  if (mode == "cupti_13_2") fake->set_version(130200);  // Kernel11 layouts: must be refused
   if (mode == "conflict") {
     // Another CUPTI client (Nsight Systems) already holds the subscription.
     fake->set_subscribe_result(39);
@@ -307,6 +415,10 @@ int main(int argc, char** argv) {
   auto phase_pop = sym<int (*)()>(sw, "stepwatch_phase_pop");
   auto flush = sym<int (*)()>(sw, "stepwatch_flush");
   if (init() != 1) return 4;
+  if (scenario.rfind("sim:", 0) == 0) {
+    report_after_init();
+    return run_sim(sw, sim, scenario.substr(4), steps, mode);
+  }
   if (mode == "pool") {
     // Buffers CUPTI holds and never completes: the pool reaches its cap and hands out NULL.
     for (int i = 0; i < 64; ++i) {

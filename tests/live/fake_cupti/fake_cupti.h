@@ -9,9 +9,14 @@
  *   - It forwards cuptiActivityGetNextRecord, cuptiGetResultString, cuptiGetCallbackName and
  *     cuptiGetVersion to the REAL libcupti.so.13 (dlopen'ed inside the fake), so record parsing is
  *     always the real one. No GPU and no driver are needed.
- *   - It drives the adapter like CUPTI would: buffer requests/completions and callbacks are made
+ *   - Two ways to drive the adapter. By hand: buffer requests/completions and callbacks are made
  *     from the calling test thread; buffers queued with fake_cupti_complete_on_next_flush are
- *     completed inside the next cuptiActivityFlushAll, on the flushing thread.
+ *     completed inside the next cuptiActivityFlushAll, on the flushing thread. Faithfully: the
+ *     model below (fake_cupti_sim_*) plays CUDA calls against a model GPU and behaves as the CUDA
+ *     13.0 headers document (each behaviour cited there), production defaults on, each switchable
+ *     (FakeCuptiModel); and fake_cupti_kineto_* plays torch.profiler's Kineto in the same process.
+ *   - Its soname is libcupti.so.13 (fake_cupti.cmake): loaded first, it is "the already-loaded
+ *     libcupti" that stepwatch must prefer, as torch's copy is in a real job.
  *
  * How to use it
  *   Linked or dlopen'ed. The adapter must load the same file (load_cupti_api(path) /
@@ -131,6 +136,127 @@ FAKE_CUPTI_API size_t fake_cupti_append_memory(uint8_t* buffer, size_t capacity,
 FAKE_CUPTI_API size_t fake_cupti_append_overhead(uint8_t* buffer, size_t capacity, size_t offset,
                                                  int overhead_kind, uint64_t start_ns, uint64_t end_ns,
                                                  uint32_t correlation_id, size_t overhead_data_bytes);
+
+/* ---- CUPTI state the adapter sets (observation) ---------------------------------------------- */
+/* The last cuptiSetThreadIdType argument (0 DEFAULT = pthread_self, 1 SYSTEM = gettid:
+ * cupti_activity.h:7245-7262); calls, and calls made while an activity kind was enabled (the
+ * header, 7874-7876: the type must not change during a session). */
+FAKE_CUPTI_API int fake_cupti_thread_id_type(void);
+FAKE_CUPTI_API int fake_cupti_thread_id_type_calls(void);
+FAKE_CUPTI_API int fake_cupti_thread_id_type_set_while_enabled(void);
+/* cuptiActivityRegisterTimestampCallback calls, by anyone (stepwatch must make none). */
+FAKE_CUPTI_API int fake_cupti_timestamp_registrations(void);
+
+/* ---- the faithful model: a CUDA process as CUPTI 13.0 shows it -----------------------------------
+ * The calls below play CUDA API calls on the calling ("application") thread against a model GPU
+ * (one FIFO per stream, real time: CLOCK_REALTIME). Each fires the subscriber's ENTER/EXIT
+ * callbacks (runtime call, and the driver call the runtime makes inside it, each with its own
+ * correlation id), writes the activity records CUPTI would write into activity buffers it requests
+ * from the client through bufferRequested, and hands buffers back through bufferCompleted inside
+ * cuptiActivityFlushAll, on the flushing thread. Production defaults (fake_cupti_model_defaults):
+ *  - per-thread buffers on unless the client set CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER=0
+ *    (cupti_activity.h:7201-7211, "The default value is 1");
+ *  - a kernel's record is reserved in the launching thread's buffer at launch and is incomplete
+ *    until the kernel ends — UNVERIFIED (what "incomplete record" suggests; docs/gpu-validation.md);
+ *  - FlushAll(0) withholds every buffer holding an incomplete record (7724-7727); a forced flush
+ *    returns them all (7728-7731), an incomplete record with its kind kept and end = 0 (start = 0
+ *    too when it had not started): never delivered again;
+ *  - API records carry the thread id of cuptiSetThreadIdType (7245-7262, 7874-7876);
+ *  - kernel records carry the launching runtime call's correlation id when launched through the
+ *    runtime (3055-3058), copies the driver call's plus runtimeCorrelationId (2200-2211), memsets
+ *    only the driver call's (2455-2457);
+ *  - completed cudaEventQuery/cudaStreamQuery produce SYNCHRONIZATION records whatever
+ *    cuptiActivityEnableAllSyncRecords says (8256-8266: it only drops not-yet-completed ones);
+ *    sync records carry no thread id (CUpti_ActivitySynchronization2, 5092-5173);
+ *  - GPU timestamps go through the timestamp callback registered at the time the buffer is
+ *    post-processed (delivered), CPU-side ones at the time of the call (8126-8141). */
+typedef struct FakeCuptiModel {
+  size_t struct_size;
+  int kernel_record_at_launch;        /* 1: reserved at launch (default); 0: written when the kernel ends */
+  int flush_withholds_incomplete;     /* 1 (default); 0: FlushAll(0) returns every buffer (the old fake) */
+  int forced_incomplete_invalid_kind; /* 0 (default): kind kept, end 0; 1: kind INVALID (GetNextRecord stops) */
+  int completed_query_sync_records;   /* 1 (default) */
+  int launch_queue_depth;             /* GPU work not yet finished before a launch call blocks (default 1024) */
+  int64_t launch_latency_ns;          /* launch entry to the earliest GPU start (default 5 us) */
+  int64_t api_call_ns;                /* host time of a non-blocking CUDA call (default 3 us) */
+} FakeCuptiModel;
+FAKE_CUPTI_API void fake_cupti_model_defaults(FakeCuptiModel* model);
+FAKE_CUPTI_API void fake_cupti_set_model(const FakeCuptiModel* model); /* reset() restores the defaults */
+
+/* Simulated CUDA calls. Each returns the correlation id of its outermost (runtime) call. `stream`
+ * is a CUPTI stream id; gpu_ns the work's duration on the model GPU. */
+FAKE_CUPTI_API uint32_t fake_cupti_sim_launch(const char* kernel, uint32_t stream, int64_t gpu_ns, int via_runtime);
+/* copy_kind 1 HtoD / 2 DtoH / 8 DtoD; host_memory 1 pageable / 2 pinned. An async copy from pageable
+ * memory returns only when the copy is done; a synchronous one waits for the stream first. */
+FAKE_CUPTI_API uint32_t fake_cupti_sim_memcpy(int copy_kind, int host_memory, int async, uint64_t bytes,
+                                              uint32_t stream, int64_t gpu_ns);
+FAKE_CUPTI_API uint32_t fake_cupti_sim_memset(uint64_t bytes, uint32_t stream, int64_t gpu_ns); /* cudaMemsetAsync */
+FAKE_CUPTI_API uint32_t fake_cupti_sim_stream_sync(uint32_t stream);  /* waits for the stream */
+FAKE_CUPTI_API uint32_t fake_cupti_sim_device_sync(void);              /* waits for every stream */
+/* cudaEventQuery on an event recorded at the stream's current end: 1 when complete. */
+FAKE_CUPTI_API int fake_cupti_sim_event_query(uint32_t stream);
+/* cudaStreamWaitEvent: `waiting`'s next work starts after `on`'s current end (the host does not block). */
+FAKE_CUPTI_API uint32_t fake_cupti_sim_stream_wait(uint32_t waiting, uint32_t on);
+FAKE_CUPTI_API uint32_t fake_cupti_sim_free(int64_t host_ns);   /* cudaFree: waits for every stream, then host_ns */
+FAKE_CUPTI_API uint32_t fake_cupti_sim_malloc(int64_t host_ns); /* cudaMalloc */
+/* When `stream`'s queued work ends (CLOCK_REALTIME ns; 0 when it never had any). */
+FAKE_CUPTI_API int64_t fake_cupti_sim_stream_end(uint32_t stream);
+/* Ground truth: how long the model GPU was busy (any stream) in [from_ns, to_ns) (CLOCK_REALTIME). */
+FAKE_CUPTI_API int64_t fake_cupti_sim_busy_ns(int64_t from_ns, int64_t to_ns);
+
+typedef struct FakeCuptiSimStats {
+  size_t struct_size;
+  uint64_t api_calls;                /* simulated runtime calls */
+  uint64_t gpu_records;              /* kernel/memcpy/memset records written */
+  uint64_t buffers_requested;        /* bufferRequested calls the model made */
+  uint64_t buffers_refused;          /* of which answered with NULL (records dropped, counted) */
+  uint64_t buffers_delivered;
+  uint64_t buffers_withheld;         /* buffers FlushAll(0) kept back (summed over flushes) */
+  uint64_t forced_incomplete;        /* incomplete records handed back by forced flushes (lost) */
+  uint64_t records_lost_at_finalize; /* records in buffers dropped by cuptiFinalize */
+} FakeCuptiSimStats;
+FAKE_CUPTI_API void fake_cupti_sim_stats(FakeCuptiSimStats* out);
+
+/* ---- a second in-process CUPTI client: torch.profiler's Kineto (libkineto/src/CuptiActivityApi.cpp,
+ * CuptiCallbackApi.cpp, CuptiActivityProfiler.cpp) -----------------------------------------------
+ * start: at its first use subscribes from a process-lifetime singleton (cuptiSubscribe, no name;
+ * a refusal is logged, Kineto goes on), registers its TSC timestamp callback (use_cupti_tsc()
+ * defaults to true), sets CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER, registers its own buffer
+ * callbacks (4 MiB buffers) and enables its kinds. stop: cuptiActivityFlushAll(FORCED), disables its
+ * kinds process-wide, and only when TEARDOWN_CUPTI=1 tears down: cuptiUnsubscribe + cuptiFinalize
+ * from the next runtime/driver API exit callback (teardownContext). Returns Kineto's subscribe
+ * result at start (0, or 39 when another client holds the subscription). */
+FAKE_CUPTI_API int fake_cupti_kineto_start(void);
+FAKE_CUPTI_API void fake_cupti_kineto_stop(void);
+FAKE_CUPTI_API int fake_cupti_kineto_subscribed(void);
+FAKE_CUPTI_API uint64_t fake_cupti_kineto_records(void); /* records its bufferCompleted parsed */
+
+/* ---- the model and Kineto as one table, for dlsym users ----------------------------------------- */
+typedef struct FakeCuptiSim {
+  size_t struct_size;
+  void (*model_defaults)(FakeCuptiModel*);
+  void (*set_model)(const FakeCuptiModel*);
+  uint32_t (*launch)(const char*, uint32_t, int64_t, int);
+  uint32_t (*memcpy)(int, int, int, uint64_t, uint32_t, int64_t);
+  uint32_t (*memset)(uint64_t, uint32_t, int64_t);
+  uint32_t (*stream_sync)(uint32_t);
+  uint32_t (*device_sync)(void);
+  int (*event_query)(uint32_t);
+  uint32_t (*stream_wait)(uint32_t, uint32_t);
+  uint32_t (*free)(int64_t);
+  uint32_t (*malloc)(int64_t);
+  int64_t (*stream_end)(uint32_t);
+  void (*stats)(FakeCuptiSimStats*);
+  int (*kineto_start)(void);
+  void (*kineto_stop)(void);
+  int (*kineto_subscribed)(void);
+  uint64_t (*kineto_records)(void);
+  int (*thread_id_type)(void);
+  int (*timestamp_registrations)(void);
+  int (*thread_id_type_set_while_enabled)(void);
+  int64_t (*busy_ns)(int64_t, int64_t);
+} FakeCuptiSim;
+FAKE_CUPTI_API const FakeCuptiSim* fake_cupti_sim(void);
 
 /* ---- everything above as one table, for dlsym users ------------------------------------------ */
 typedef struct FakeCuptiControl {

@@ -25,6 +25,7 @@ enum class LossKind : uint8_t {
   kRetentionCap,         // events evicted unjudged because the retained window hit the memory cap
   kBuffersAbandoned,     // activity buffers still inside CUPTI at shutdown (final flush hung/skipped)
   kLateRecord,           // a record that arrived after the step it belongs to was judged
+  kClockUncalibrated,    // GPU records set aside while another client's change of CUPTI's clock was calibrated
   kCount_,
 };
 std::string_view to_string(LossKind kind);

@@ -61,7 +61,8 @@ ssize_t read_at_start(int fd, char* buf, size_t size) {
 }  // namespace
 
 HostThread HostThread::current() noexcept {
-  return HostThread{static_cast<uint32_t>(::syscall(SYS_gettid)), static_cast<uint32_t>(::pthread_self())};
+  const auto tid = static_cast<uint32_t>(::syscall(SYS_gettid));
+  return HostThread{tid, tid};
 }
 
 std::optional<char> parse_stat_state(std::string_view stat) {

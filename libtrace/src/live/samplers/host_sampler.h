@@ -24,9 +24,10 @@
 
 namespace stepwatch::live {
 
-// The thread to sample: its kernel id (for /proc) and the id its events carry. CUPTI's API records
-// carry pthread_self() (CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT on Linux, truncated to the 32-bit
-// CUpti_ActivityAPI::threadId), so the osrt ranges must carry the same to meet the launches.
+// The thread to sample: its kernel id (for /proc) and the id its events carry. One thread-id space
+// everywhere: the CUPTI adapter sets CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM, so API records carry
+// gettid() like NVTX ranges and C-API marks (cupti_activity.h:7245-7262; the default would be
+// pthread_self()), and the osrt ranges carry the same to meet the launches.
 struct HostThread {
   uint32_t os_tid = 0;
   uint32_t event_thread = 0;

@@ -1,7 +1,12 @@
 // Builds real CUPTI 13.0 activity records in memory, laid out exactly as CUPTI lays them out in an
-// activity buffer (8-byte aligned, back to back), so that tests and benchmarks can push them
-// through the real cuptiActivityGetNextRecord and the adapter's real conversion (kineto's mock
-// buffers). Test-side only: includes cupti.h.
+// activity buffer (8-byte aligned, back to back) — kineto's mock buffers
+// (libkineto/test/CuptiActivityProfilerTest.cpp, MockCuptiActivityBuffer).
+//
+// Production use: the start-up layout check (layout_check.cpp) builds one record of each kind the
+// adapter reads and has the loaded libcupti iterate them, so a library whose record sizes differ
+// from the structs below is refused before its records are read. Tests and benchmarks push the
+// same records through the real cuptiActivityGetNextRecord and the adapter's conversion, and the
+// fake libcupti writes them into the adapter's buffers.
 #pragma once
 
 #include <cupti.h>
@@ -12,7 +17,7 @@
 #include <cstring>
 #include <memory>
 
-namespace stepwatch::test_support {
+namespace stepwatch::live {
 
 class ActivityBufferBuilder {
  public:
@@ -204,4 +209,4 @@ class ActivityBufferBuilder {
   size_t size_ = 0;
 };
 
-}  // namespace stepwatch::test_support
+}  // namespace stepwatch::live
