@@ -1,6 +1,8 @@
 // End to end: the real libstepwatch.so loaded into a simulated training process (the e2e
 // driver) with the fake libcupti; a loop per fault; assertions on the job log, findings.jsonl,
 // steps.jsonl, the flight-recorder dump read back by `stepwatch analyze`, and the exit summary.
+#include <chrono>
+
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
@@ -239,6 +241,31 @@ TEST(LiveStorm, SixtyFourThreadsLaunchingAtOnceLoseOnlyWhatIsReported) {
   // hidden sync, as in LiveFault.
   EXPECT_GE(count_detector(r, "hidden_sync"), 3u) << r.log;
   EXPECT_NE(r.log.find("exit summary: 6 steps analyzed"), std::string::npos) << r.log;
+}
+
+// A starved exit (issue: steps and the whole summary vanished when the analysis thread had no CPU
+// at exit): more steps pending than the exit bound allows. The exit summary is written anyway, in
+// time, every step is accounted for (analyzed or counted as not judged), and the steps marked in a
+// burst all reach the pipeline (the C API's step events do not go through the droppable rings).
+TEST(LiveExit, MoreStepsThanTheExitBoundAllowsAreCountedAndTheSummaryIsWritten) {
+  const auto begin = std::chrono::steady_clock::now();
+  const RunResult r = run_driver("item_sync", 8, "exit_burst",
+                                 "STEPWATCH_EXIT_TIMEOUT_MS=200 STEPWATCH_FLUSH_MS=5000 STEPWATCH_LOG_LEVEL=info");
+  const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.log;
+  EXPECT_FALSE(has_crash_report(r.log)) << r.log;
+  EXPECT_NE(r.out.find("exit_burst: 30000 steps marked"), std::string::npos) << r.out;
+  EXPECT_NE(r.log.find("more steps not judged: the exit time bound was reached first"), std::string::npos) << r.log;
+  ASSERT_FALSE(r.run_dir.empty()) << r.log;
+  const auto summary = nlohmann::json::parse(slurp(r.run_dir / "summary.json"));
+  const int64_t analyzed = summary["steps"].get<int64_t>();
+  const int64_t skipped = summary["skipped_steps"].get<int64_t>();
+  EXPECT_GT(skipped, 0) << summary.dump();
+  EXPECT_EQ(analyzed + skipped, 8 + 30000) << summary.dump();
+  EXPECT_EQ(summary["data_loss"]["records"].value("queue_full", 0), 0) << summary.dump();
+  EXPECT_TRUE(torn_lines(r.run_dir / "steps.jsonl").empty());
+  // The loop itself takes about a second; the exit adds at most the bound (plus process teardown).
+  EXPECT_LT(wall_s, 20.0);
 }
 
 // A job that marks no steps: the live pipeline infers them from the loop (as the offline analyzer

@@ -19,6 +19,8 @@ const std::vector<EnvVarDoc> kDocs = {
                                                 "(one subfolder per rank and process: rank<R>-pid<P>)"},
     {"STEPWATCH_LOG_LEVEL", "info", "trace, debug, info, warn, error or off (the job-log lines)"},
     {"STEPWATCH_FLUSH_MS", "200", "how often CUPTI activity buffers are flushed and complete steps judged (100-5000)"},
+    {"STEPWATCH_EXIT_TIMEOUT_MS", "10000", "the most time stepwatch takes at process exit (final flush, last steps, "
+                                           "exit summary; 100-600000): steps not judged by then are counted"},
     {"STEPWATCH_WARMUP_STEPS", "2", "first steps measured but not judged (warm-up, compile, autotune)"},
     {"STEPWATCH_STEP_PATTERN", kDefaultStepPattern, "regex for NVTX/profiler range names that are steps"},
     {"STEPWATCH_DATA_PATTERN", kDefaultDataPattern, "regex for range/phase names that are data loading"},
@@ -156,6 +158,7 @@ LiveConfig read_live_config(const std::function<const char*(const char*)>& geten
     else problems.push_back("STEPWATCH_LOG_LEVEL=" + s + ": expected trace|debug|info|warn|error|off; using info");
   }
   r.integer<int64_t>("STEPWATCH_FLUSH_MS", c.flush_period_ms, 100, 5000);
+  r.integer<int64_t>("STEPWATCH_EXIT_TIMEOUT_MS", c.exit_timeout_ms, 100, 600000);
   r.integer<int>("STEPWATCH_WARMUP_STEPS", c.warmup_steps, 0, 1000000);
   r.integer<int>("STEPWATCH_RING_STEPS", c.ring_steps, 1, 1000);
   r.integer<int>("STEPWATCH_MAX_DUMPS", c.max_dumps, 0, 10000);

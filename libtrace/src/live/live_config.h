@@ -16,6 +16,7 @@ struct LiveConfig {
   std::string output_dir = "./stepwatch-out";  // STEPWATCH_OUTPUT_DIR
   std::string log_level = "info";          // STEPWATCH_LOG_LEVEL: trace|debug|info|warn|error|off
   int64_t flush_period_ms = 200;           // STEPWATCH_FLUSH_MS (100..5000)
+  int64_t exit_timeout_ms = 10000;         // STEPWATCH_EXIT_TIMEOUT_MS: the bound on stepwatch's work at exit
   int warmup_steps = 2;                    // STEPWATCH_WARMUP_STEPS
   int ring_steps = 8;                      // STEPWATCH_RING_STEPS: steps kept for flight-recorder dumps
   int max_dumps = 5;                       // STEPWATCH_MAX_DUMPS (0 = no dumps)

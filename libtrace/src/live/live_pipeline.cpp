@@ -49,10 +49,10 @@ void LivePipeline::advance(int64_t watermark_ns) {
   pipeline_.advance(watermark_ns);
 }
 
-void LivePipeline::finish() {
+void LivePipeline::finish(std::chrono::steady_clock::time_point deadline) {
   const auto counts = losses_.snapshot();
   pipeline_.set_losses(snapshot_of(counts));
-  pipeline_.finish();
+  pipeline_.finish(deadline);
 }
 
 }  // namespace stepwatch::live

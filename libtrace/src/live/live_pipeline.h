@@ -44,7 +44,9 @@ class LivePipeline {
   // Every step whose window ended at least margin_ns() before the watermark is judged.
   void advance(int64_t watermark_ns);
   // End of data: every remaining step, the run-level findings, the run summary.
-  void finish();
+  // Steps still unjudged at `deadline` are counted as skipped (RunSummary::skipped_steps), the
+  // summary is written regardless: the exit time bound.
+  void finish(std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
   // The GPU is not traced (another CUPTI client, CUPTI unavailable): steps are still timed,
   // but nothing GPU-based can be judged.
   void set_gpu_traced(bool traced) { pipeline_.set_gpu_traced(traced); }

@@ -129,6 +129,25 @@ void LiveSession::submit(const Event& event) noexcept {
   if (!queues_.push(event)) losses_.add(LossKind::kQueueFull, 1);
 }
 
+namespace {
+// Step events held for the analysis thread: two per step, drained every cycle (<= 5 s apart), so
+// this bound is reached only by a job marking > 6,000 steps/s or an analysis thread starved for
+// many seconds — then counted as a full queue, like any record.
+constexpr size_t kMaxControlEvents = 1u << 16;
+}  // namespace
+
+void LiveSession::submit_control(const Event& event) noexcept {
+  try {
+    std::lock_guard<std::mutex> lock(control_mu_);
+    if (control_.size() < kMaxControlEvents) {
+      control_.push_back(event);
+      return;
+    }
+  } catch (...) {
+  }
+  losses_.add(LossKind::kQueueFull, 1);
+}
+
 NameId LiveSession::intern(std::string_view name) noexcept {
   try {
     const NameId id = names_.intern(name);
@@ -217,23 +236,44 @@ void LiveSession::disable_in_child() noexcept {
 void LiveSession::shutdown() noexcept {
   if (shut_down_.exchange(true)) return;
   try {
-    if (gpu_traced_.load()) cupti_tracer().shutdown(/*timeout_ms=*/2000);
+    // The exit bound (STEPWATCH_EXIT_TIMEOUT_MS) covers everything below: the final flush gets a
+    // fifth of it (at most 2 s), the final pass judges steps until 90% of it, then writes the exit
+    // summary with the steps it had no time for counted; whatever happens, the host's exit is
+    // delayed by at most the bound.
+    const auto begin = std::chrono::steady_clock::now();
+    const std::chrono::milliseconds bound(config_.exit_timeout_ms);
+    if (gpu_traced_.load()) {
+      cupti_tracer().shutdown(static_cast<int>(std::min<int64_t>(config_.exit_timeout_ms / 5, 2000)));
+    }
     // The samplers' last ranges and samples reach the final pass.
     if (host_sampler_) host_sampler_->stop();
     if (nvml_) nvml_->stop();
     if (!thread_.joinable()) return;
     std::unique_lock<std::mutex> lock(loop_mu_);
+    exit_deadline_ = begin + bound * 9 / 10;
     stop_ = true;
     loop_cv_.notify_all();
     // Bounded: a stuck analysis pass cannot hang the host's exit.
-    if (done_cv_.wait_for(lock, std::chrono::seconds(10), [&] { return finished_; })) {
+    if (done_cv_.wait_until(lock, begin + bound, [&] { return finished_; })) {
       lock.unlock();
       thread_.join();
       // After the final pass published the last snapshot and wrote the textfile.
       if (outputs_ready_.load(std::memory_order_acquire) && metrics_) metrics_->stop();
     } else {
+      const uint64_t cycles = cycles_;
       lock.unlock();
       thread_.detach();
+      // The analysis thread got no CPU in time (a loaded node): the one line that says so, from
+      // here, since the thread that writes the summary is the one that did not run.
+      int64_t marked = 0;
+      {
+        std::lock_guard<std::mutex> step_lock(step_mu_);
+        marked = next_auto_step_;
+      }
+      log_->warn("exit summary not written: the analysis thread did not finish within STEPWATCH_EXIT_TIMEOUT_MS=" +
+                 std::to_string(config_.exit_timeout_ms) + " (" + std::to_string(cycles) +
+                 " analysis cycles ran; the last step marked was " + std::to_string(marked - 1) +
+                 "): steps.jsonl holds the steps judged before exit");
     }
   } catch (...) {
   }
@@ -299,6 +339,11 @@ void LiveSession::analysis_cycle(bool final_pass, bool exact_watermark) {
   std::vector<Event> batch;
   queues_.drain(batch);
   {
+    std::lock_guard<std::mutex> lock(control_mu_);
+    batch.insert(batch.end(), control_.begin(), control_.end());
+    control_.clear();
+  }
+  {
     std::lock_guard<std::mutex> lock(pause_mu_);
     auto intervals = untraced_;
     if (paused_ && !intervals.empty()) intervals.back().second = INT64_MAX;
@@ -312,7 +357,12 @@ void LiveSession::analysis_cycle(bool final_pass, bool exact_watermark) {
   // is complete. With CUPTI, the adapter's flushes move the watermark.
   const int64_t watermark = gpu_traced_.load() ? watermark_ns_.load() : now_ns();
   if (final_pass) {
-    pipeline_->finish();
+    std::chrono::steady_clock::time_point deadline;
+    {
+      std::lock_guard<std::mutex> lock(loop_mu_);
+      deadline = exit_deadline_;
+    }
+    pipeline_->finish(deadline);
   } else {
     // Without GPU tracing every event is submitted when it ends, so after an explicit flush the
     // data up to now is complete and needs no margin. With CUPTI the margin stays: GPU work of a
@@ -383,7 +433,7 @@ int LiveSession::step_begin(int64_t step) noexcept {
   {
     std::lock_guard<std::mutex> lock(step_mu_);
     // A begin without an end ends the previous step.
-    if (step_open_) submit(step_event(EventKind::kRange, step_start_ns_, t));
+    if (step_open_) submit_control(step_event(EventKind::kRange, step_start_ns_, t));
     step_number_ = step >= 0 ? step : next_auto_step_;
     if (host_sampler_) host_sampler_->set_target(HostThread::current());  // the step-marking thread
     next_auto_step_ = step_number_ + 1;
@@ -391,7 +441,7 @@ int LiveSession::step_begin(int64_t step) noexcept {
     step_start_ns_ = t;
     mark = step_event(EventKind::kStepMark, t, t);
   }
-  submit(mark);
+  submit_control(mark);
   return STEPWATCH_OK;
 }
 
@@ -405,7 +455,7 @@ int LiveSession::step_end() noexcept {
     step_open_ = false;
     range = step_event(EventKind::kRange, step_start_ns_, t);
   }
-  submit(range);
+  submit_control(range);
   return STEPWATCH_OK;
 }
 

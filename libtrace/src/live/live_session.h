@@ -7,6 +7,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
@@ -86,6 +87,9 @@ class LiveSession final : public EventSink {
   void follow_tracer_after_resume();     // a retried resume succeeded: tracing again (analysis thread)
   void wake() noexcept;
   Event step_event(EventKind kind, int64_t start_ns, int64_t end_ns) const;  // under step_mu_
+  // The C API's step events: never through the per-thread rings, which drop when full (a step
+  // lost there is a step missing from steps.jsonl), but through control_ (bounded, counted).
+  void submit_control(const Event& event) noexcept;
 
   LiveConfig config_;
   NameTable names_;
@@ -115,6 +119,9 @@ class LiveSession final : public EventSink {
   int64_t step_start_ns_ = 0;
   int64_t next_auto_step_ = 0;
   NameId step_name_ = kNoName;
+  // Step events waiting for the analysis thread (a few per step; cap: kMaxControlEvents).
+  std::mutex control_mu_;
+  std::vector<Event> control_;
 
   // Paused intervals: steps overlapping them are not judged (no GPU data).
   std::mutex pause_mu_;
@@ -134,6 +141,9 @@ class LiveSession final : public EventSink {
   bool flush_requested_ = false;  // stepwatch_flush: the watermark is exact, judge up to it
   bool stop_ = false;
   bool finished_ = false;
+  // Set by shutdown() before stop_: the final pass judges steps until then, then writes the
+  // exit summary with the rest counted as skipped.
+  std::chrono::steady_clock::time_point exit_deadline_ = std::chrono::steady_clock::time_point::max();
   uint64_t cycles_ = 0;
   std::thread thread_;
   std::atomic<bool> shut_down_{false};

@@ -7,7 +7,7 @@
 // have "happened". It exits normally (atexit: the exit summary) unless told otherwise.
 //
 //   stepwatch_e2e_driver INJECT_SO FAKE_CUPTI_SO SCENARIO STEPS
-//                        [normal|_exit|fork|fatal|conflict|pool|sigterm|sigterm_exit|storm|unmarked|
+//                        [normal|_exit|fork|fatal|conflict|pool|sigterm|sigterm_exit|storm|unmarked|exit_burst|
 //                         profiler|watchdog|cupti_13_2]
 //
 // SCENARIO sim:<program> plays a live loop against the fake's faithful model instead of replaying
@@ -15,6 +15,8 @@
 // steps, bracketed by stepwatch_pause/resume like stepwatch.torch.watch), watchdog (a thread
 // polling cudaEventQuery, like the NCCL watchdog), cupti_13_2 (the fake reports CUPTI 13.2).
 //
+// exit_burst: after the loop, 30,000 empty steps marked as fast as the C API allows, then exit
+// without a flush: the final pass has more to judge than the exit bound allows.
 // unmarked: the same loop without stepwatch_step_begin/end (a job that marks no steps: the live
 // pipeline must infer them).
 // sigterm / sigterm_exit: half-way, CUPTI's flush hangs (the fake blocks cuptiActivityFlushAll,
@@ -213,6 +215,7 @@ void sigterm_during_a_flush(const FakeCuptiControl* fake, int (*flush)(), bool h
 
 constexpr int kStormThreads = 64;
 constexpr int kStormLaunchesPerThread = 1500;
+constexpr int kExitBurstSteps = 30000;  // two control events each: below the control cap (65,536)
 
 // Every thread launches kStormLaunchesPerThread kernels: the runtime callback (enter/exit) and a
 // kernel record in an activity buffer from the adapter's pool, as CUPTI would. All threads take
@@ -508,6 +511,16 @@ int main(int argc, char** argv) {
     std::printf("storm: produced %llu dropped_by_cupti %llu refused_requests %llu\n",
                 static_cast<unsigned long long>(r.produced), static_cast<unsigned long long>(r.dropped_by_cupti),
                 static_cast<unsigned long long>(r.refused_requests));
+  }
+  if (mode == "exit_burst") {
+    // Straight to exit: no flush, so the burst is left to the final pass.
+    for (int i = 0; i < kExitBurstSteps; ++i) {
+      step_begin(-1);
+      step_end();
+    }
+    std::printf("exit_burst: %d steps marked\n", kExitBurstSteps);
+    std::fflush(stdout);
+    return 0;
   }
   flush();
   std::fflush(stdout);
