@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -100,24 +102,15 @@ RankOutcome analyze_file(const std::string& path, size_t index, const AnalysisCo
 }
 
 // Ranks are imported and analyzed in parallel (each import also reads ahead on a thread of its
-// own), by a bounded number of workers; results keep the inputs' order. After a failure, inputs
-// later in that order are not started: only the first failure is reported.
+// own), by a bounded number of workers; results keep the inputs' order. A file that fails does not
+// stop the others: a job's directory with one truncated rank file still gets the other ranks.
 std::vector<RankOutcome> analyze_files(const std::vector<std::string>& files, const AnalysisConfig& config,
                                        const ImportLimits& limits, bool merge) {
   constexpr size_t kMaxWorkers = 8;
   std::vector<RankOutcome> outcomes(files.size());
   std::atomic<size_t> next{0};
-  std::atomic<size_t> first_failure{files.size()};
   auto work = [&] {
-    for (size_t i = next++; i < files.size(); i = next++) {
-      if (i > first_failure.load()) continue;
-      outcomes[i] = analyze_file(files[i], i, config, limits, merge);
-      if (!outcomes[i].error.empty()) {
-        size_t seen = first_failure.load();
-        while (i < seen && !first_failure.compare_exchange_weak(seen, i)) {
-        }
-      }
-    }
+    for (size_t i = next++; i < files.size(); i = next++) outcomes[i] = analyze_file(files[i], i, config, limits, merge);
   };
   const size_t workers = std::min({files.size(), kMaxWorkers, size_t{std::max(1u, std::thread::hardware_concurrency())}});
   std::vector<std::thread> threads;
@@ -137,6 +130,33 @@ void write_skipped_line(const std::map<std::string, uint64_t, std::less<>>& skip
     reasons += (reasons.empty() ? "" : ", ") + reason + " " + std::to_string(count);
   }
   out << "records left out by the importer: " << total << " (" << reasons << ")\n";
+}
+
+// The OS's reason an output could not be opened ("No such file or directory").
+std::string cannot_write(const std::string& path) {
+  const int err = errno;
+  return "cannot write " + path + (err != 0 ? std::string(": ") + std::strerror(err) : std::string());
+}
+
+// Ranks given twice (the same file twice, or two files of one rank) are not one job's ranks: the
+// merge would match a rank's collectives with themselves. Returns the sentence, or "".
+std::string duplicate_ranks(const std::vector<const RankResult*>& results, const std::vector<std::string>& sources) {
+  std::map<int, size_t> first;
+  for (size_t i = 0; i < results.size(); ++i) {
+    const auto [it, inserted] = first.emplace(results[i]->rank, i);
+    if (!inserted) {
+      return "rank " + std::to_string(results[i]->rank) + " appears twice (" + sources[it->second] + " and " +
+             sources[i] + "): these are not the ranks of one job, so they are not merged (each is reported alone)";
+    }
+  }
+  return {};
+}
+
+std::optional<Severity> severity_named(const std::string& s) {
+  if (s == "info") return Severity::kInfo;
+  if (s == "warning") return Severity::kWarning;
+  if (s == "critical") return Severity::kCritical;
+  return std::nullopt;
 }
 
 }  // namespace
@@ -160,6 +180,8 @@ void add_analyze_options(CLI::App& cmd, AnalyzeOptions& o) {
                  "ID:PCT:MS[:CRITICAL_PCT] — one detector's own rule: faulty at >= PCT % of the step and >= MS ms, "
                  "critical from CRITICAL_PCT % (repeatable; docs/detectors.md)");
   cmd.add_flag("-q,--quiet", o.quiet, "No human-readable report");
+  cmd.add_option("--fail-on", o.fail_on, "Exit with status 4 when a finding has this severity or a higher one "
+                 "(info, warning, critical): a gate for CI jobs")->check(CLI::IsMember({"info", "warning", "critical"}));
   cmd.add_option("--max-rows", o.max_rows, "Rows of the per-step table before it is elided")->default_val(50);
   cmd.add_option("--max-input-gb", o.max_input_gb, "Refuse an input whose (uncompressed) text exceeds this many GiB; "
                  "memory does not grow with it, this bounds time")->default_val(64)->check(CLI::PositiveNumber);
@@ -202,39 +224,49 @@ bool read_config(const AnalyzeOptions& o, AnalysisConfig& config) {
 
 int run_analyze(const AnalyzeOptions& o) {
   AnalysisConfig config;
-  if (!read_config(o, config)) return 2;
+  if (!read_config(o, config)) return kExitBadInput;
 
   std::ofstream json_file;
   std::ostream* json_out = nullptr;
   if (o.json_path == "-") {
     json_out = &std::cout;
   } else if (!o.json_path.empty()) {
+    errno = 0;
     json_file.open(o.json_path);
     if (!json_file) {
-      std::cerr << "stepwatch: error: cannot write " << o.json_path << '\n';
-      return 2;
+      std::cerr << "stepwatch: error: " << cannot_write(o.json_path) << '\n';
+      return kExitBadInput;
     }
     json_out = &json_file;
   }
   std::ofstream html_file;  // opened before the analysis: an unwritable path fails at once
   if (!o.html_path.empty()) {
+    errno = 0;
     html_file.open(o.html_path);
     if (!html_file) {
-      std::cerr << "stepwatch: error: cannot write " << o.html_path << '\n';
-      return 2;
+      std::cerr << "stepwatch: error: " << cannot_write(o.html_path) << '\n';
+      return kExitBadInput;
     }
   }
   std::vector<RankResult> html_ranks;
   // With JSONL on stdout the human report would corrupt it: it goes to stderr instead.
   std::ostream& text_out = o.json_path == "-" ? std::cerr : std::cout;
-  const bool text = !o.quiet && o.json_path != "-";
+  const bool text = !o.quiet;
+  const std::optional<Severity> fail_at = severity_named(o.fail_on);
+  bool failing_finding = false;
+  auto note_findings = [&](const std::vector<Finding>& findings) {
+    for (const Finding& f : findings) failing_finding = failing_finding || (fail_at && f.severity >= *fail_at);
+  };
+  size_t failed_inputs = 0;
+  size_t total_inputs = 0;
 
   try {
     const std::vector<std::string> files = expand_inputs(o.inputs);
     if (std::count(files.begin(), files.end(), "-") > 1) {
       std::cerr << "stepwatch: error: - (standard input) can be given once\n";
-      return 2;
+      return kExitBadInput;
     }
+    total_inputs = files.size();
     if (json_out) *json_out << jsonl_meta() << '\n';
     // Several ranks: each is analyzed as alone, then together (the straggler verdict needs all).
     const bool merge = files.size() >= 2;
@@ -242,13 +274,17 @@ int run_analyze(const AnalyzeOptions& o) {
     std::vector<RankResult> merge_results;
     std::vector<RankCollectives> merge_collectives;
     std::optional<MergedAnalysis> merged;  // the HTML page shows the verdict too
+    std::vector<std::string> merge_sources;
     for (size_t i = 0; i < outcomes.size(); ++i) {
       RankOutcome& outcome = outcomes[i];
       if (!outcome.error.empty()) {
+        // Said, counted, and the run goes on with the other inputs.
         std::cerr << "stepwatch: error: " << outcome.error << '\n';
-        return 2;
+        ++failed_inputs;
+        continue;
       }
       const RankResult& result = *outcome.result;
+      note_findings(result.findings);
       if (json_out) write_jsonl(result, *json_out);
       if (html_file.is_open()) html_ranks.push_back(result);
       if (text) {
@@ -259,12 +295,16 @@ int run_analyze(const AnalyzeOptions& o) {
       if (merge) {
         merge_collectives.push_back(std::move(*outcome.collectives));
         merge_results.push_back(std::move(*outcome.result));
+        merge_sources.push_back(files[i]);
       }
     }
-    if (merge) {
-      std::vector<const RankResult*> results;
-      for (const RankResult& r : merge_results) results.push_back(&r);
+    std::vector<const RankResult*> results;
+    for (const RankResult& r : merge_results) results.push_back(&r);
+    const std::string duplicated = duplicate_ranks(results, merge_sources);
+    if (!duplicated.empty()) std::cerr << "stepwatch: warning: " << duplicated << '\n';
+    if (merge && results.size() >= 2 && duplicated.empty()) {
       merged = merge_ranks(merge_collectives, results, config);
+      note_findings(merged->findings);
       if (json_out) write_merged_jsonl(*merged, *json_out);
       if (text) {
         text_out << '\n';
@@ -275,9 +315,16 @@ int run_analyze(const AnalyzeOptions& o) {
     if (html_file.is_open()) write_html_report(html_ranks, html_file, {}, merged ? &*merged : nullptr);
   } catch (const std::exception& e) {
     std::cerr << "stepwatch: error: " << e.what() << '\n';
-    return 2;
+    return kExitBadInput;
   }
-  return 0;
+  if (failed_inputs > 0) {
+    if (failed_inputs < total_inputs) {
+      std::cerr << "stepwatch: " << failed_inputs << " of " << total_inputs << " inputs could not be analyzed (above); "
+                << "the other " << total_inputs - failed_inputs << " were\n";
+    }
+    return kExitBadInput;
+  }
+  return failing_finding ? kExitFindings : kExitAnalyzed;
 }
 
 }  // namespace stepwatch::cli

@@ -22,10 +22,16 @@ struct AnalyzeOptions {
   size_t max_rows = 50;
   double max_input_gb = 64;   // ImportLimits::max_text_bytes
   double max_event_mb = 16;   // ImportLimits::max_record_bytes
+  std::string fail_on;        // "" = never; "info", "warning" or "critical": exit kExitFindings at that severity
 };
 
+// Exit statuses of `stepwatch analyze` (README "Exit status" lists them; every case uses one).
+inline constexpr int kExitAnalyzed = 0;
+inline constexpr int kExitBadInput = 2;       // unreadable/malformed trace, bad option value, usage
+inline constexpr int kExitNoGpuActivity = 3;  // every input read fine but holds no GPU record at all
+inline constexpr int kExitFindings = 4;       // --fail-on SEVERITY: a finding at that severity or above
+
 void add_analyze_options(CLI::App& cmd, AnalyzeOptions& opts);
-// Exit codes: 0 analyzed, 2 bad input (unreadable/malformed trace, bad option value).
 int run_analyze(const AnalyzeOptions& opts);
 
 }  // namespace stepwatch::cli

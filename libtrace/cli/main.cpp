@@ -24,7 +24,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
 
   stepwatch::cli::AnalyzeOptions analyze_opts;
-  CLI::App* analyze = app.add_subcommand("analyze", "Analyze PyTorch profiler (Kineto) traces, one rank per file");
+  CLI::App* analyze = app.add_subcommand("analyze", "Analyze PyTorch profiler (Kineto) traces and Nsight Systems SQLite exports, one rank per file");
   stepwatch::cli::add_analyze_options(*analyze, analyze_opts);
 
   CLI::App* detectors = app.add_subcommand("detectors", "List the detector ids with one-line descriptions");

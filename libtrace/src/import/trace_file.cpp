@@ -38,6 +38,13 @@ Trace import_trace_file(const std::string& path, const ImportLimits& limits) {
     if (input.is_regular() && !input.is_stdin()) return import_nsys_sqlite(path);
     return import_nsys_sqlite_bytes(read_all(input, limits.max_text_bytes), input.name());
   }
+  if (has_suffix(path, ".sqlite") || has_suffix(path, ".db")) {
+    // Named as an export but not one: the JSON reader's complaint would mislead.
+    throw ImportError(path, input.peek(1).empty() ? "an empty file, not an SQLite database (an nsys export: "
+                                                    "nsys export --type sqlite REPORT.nsys-rep)"
+                                                  : "not an SQLite database (no SQLite header; an nsys export: "
+                                                    "nsys export --type sqlite REPORT.nsys-rep)");
+  }
   if (has_suffix(path, ".nsys-rep") || has_suffix(path, ".qdrep")) {
     throw ImportError(path, "an Nsight Systems report, not an SQLite export: export it with "
                             "nsys export --type sqlite " + path);

@@ -1,6 +1,7 @@
 #include "stepwatch/ranks/rank_merge.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <array>
 #include <cmath>
 #include <map>
@@ -224,7 +225,20 @@ MergedAnalysis merge_ranks(const std::vector<RankCollectives>& collectives,
   out.clocks = align_clocks(collectives);
   std::vector<size_t> aligned;
   for (size_t i = 0; i < out.clocks.ranks.size(); ++i) {
-    const RankClock& c = out.clocks.ranks[i];
+    RankClock& c = out.clocks.ranks[i];
+    // Two runs of one program match collective for collective, step by step: only the traces'
+    // wall-clock bases tell another job's trace (a job's ranks start profiling within minutes).
+    if (c.aligned && out.clocks.reference >= 0 && static_cast<int>(i) != out.clocks.reference) {
+      const int64_t ref_base = collectives[static_cast<size_t>(out.clocks.reference)].clock_base_ns;
+      const int64_t base = collectives[i].clock_base_ns;
+      constexpr int64_t kMaxBasesApartNs = 6 * 3600 * int64_t{1'000'000'000};
+      if (ref_base != 0 && base != 0 && (base - ref_base > kMaxBasesApartNs || ref_base - base > kMaxBasesApartNs)) {
+        c.aligned = false;
+        c.why_not = "recorded " + std::to_string(std::llabs(base - ref_base) / (3600 * int64_t{1'000'000'000})) +
+                    " h apart from rank " + std::to_string(out.clocks.ranks[static_cast<size_t>(out.clocks.reference)].rank) +
+                    "'s trace (their clock bases): a trace of another job";
+      }
+    }
     if (c.aligned) {
       aligned.push_back(i);
     } else {
