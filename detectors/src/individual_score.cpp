@@ -20,9 +20,16 @@ std::string score_text(double score) {
 void IndividualScoreTracker::observe(Signal& s, int64_t value_ns) {
   if (value_ns <= 0) return;
   if (s.history_ns.size() >= kMinHistory) {
-    std::vector<int64_t> sorted(s.history_ns.begin(), s.history_ns.end());
-    const auto at = sorted.begin() + static_cast<std::ptrdiff_t>(kBestQuantile * double(sorted.size() - 1));
-    std::nth_element(sorted.begin(), at, sorted.end());
+    std::vector<int64_t> means;
+    means.reserve(s.history_ns.size());
+    int64_t sum = 0;
+    for (size_t i = 0; i < s.history_ns.size(); ++i) {
+      sum += s.history_ns[i];
+      if (i >= kMeanOf) sum -= s.history_ns[i - kMeanOf];
+      if (i + 1 >= kMeanOf) means.push_back(sum / static_cast<int64_t>(kMeanOf));
+    }
+    const auto at = means.begin() + static_cast<std::ptrdiff_t>(kBestQuantile * double(means.size() - 1));
+    std::nth_element(means.begin(), at, means.end());
     s.score = Score{std::min(1.0, double(*at) / double(value_ns)), *at, value_ns};
   }
   s.history_ns.push_back(value_ns);

@@ -50,9 +50,16 @@ std::vector<double> truth_wall_ms(const RunResult& r) {
 // Findings above info that the ground truth does not explain. A loaded test machine preempts the
 // live loop's host thread now and then, and the GPU really drains: a per-step finding on a step
 // whose model GPU was busy < 95% of it is true, and so are the trend detectors (step_variance,
-// epoch_boundary_stall) once any step was. The rest — on steps the GPU kept busy — would be false.
+// epoch_boundary_stall) once any step was. individual_score (this rank's step time against its own
+// best recent, the 10th percentile of recent steps) is true on a step whose measured wall time
+// really was >= 1.3x the 10th percentile of the run's.
+// The rest — on steps the GPU kept busy and that ran at the loop's speed — would be false.
 size_t unexplained_findings(const RunResult& r, std::string* which = nullptr) {
   const std::map<int, double> truth = truth_busy(r);
+  std::vector<double> wall = truth_wall_ms(r);
+  std::vector<double> sorted = wall;
+  std::sort(sorted.begin(), sorted.end());
+  const double best_wall = sorted.empty() ? 0.0 : sorted[sorted.size() / 10];
   bool any_stall = false;
   for (const auto& [step, pct] : truth) any_stall |= pct < 95.0;
   size_t n = 0;
@@ -63,9 +70,17 @@ size_t unexplained_findings(const RunResult& r, std::string* which = nullptr) {
     const auto t = truth.find(step);
     const bool stalled = t != truth.end() && t->second < 95.0;
     const bool trend = detector == "step_variance" || detector == "epoch_boundary_stall";
-    if (stalled || (trend && any_stall)) continue;
+    const bool slow_step = detector == "individual_score" && step >= 0 && static_cast<size_t>(step) < wall.size() &&
+                           wall[static_cast<size_t>(step)] >= 1.3 * best_wall;
+    if (stalled || slow_step || (trend && any_stall)) continue;
     ++n;
-    if (which != nullptr) *which += detector + "@" + std::to_string(step) + " " + f.dump().substr(0, 300) + "\n";
+    if (which != nullptr) {
+      *which += detector + "@" + std::to_string(step) + " (wall ms around it:";
+      for (int k = std::max(step - 2, 0); k <= step + 2 && static_cast<size_t>(k) < wall.size(); ++k) {
+        *which += " " + std::to_string(wall[static_cast<size_t>(k)]);
+      }
+      *which += "; p10 " + std::to_string(best_wall) + ") " + f.dump().substr(0, 300) + "\n";
+    }
   }
   return n;
 }

@@ -56,13 +56,30 @@ TEST(IndividualScore, ASlowdownAgainstItsOwnHistoryIsAFindingWithTheFix) {
   const auto f = feed(*d, step, 3, 200.0);
   ASSERT_EQ(f.size(), 3u);
   EXPECT_EQ(f[0].detector, "individual_score");
-  EXPECT_NE(f[0].message.find("step time at 0.50 of this rank's best recent (200.0 ms vs 100.0 ms)"),
+  // Best recent: the 25th percentile of 4-step means of 100-102 ms steps, 100.75 ms.
+  EXPECT_NE(f[0].message.find("step time at 0.50 of this rank's best recent (200.0 ms vs 100.8 ms)"),
             std::string::npos)
       << f[0].message;
   EXPECT_NE(f[0].message.find("Fix:"), std::string::npos);
-  EXPECT_NEAR(f[0].cost_ms, 100.0, 0.01);  // the extra time over the best recent step
+  EXPECT_NEAR(f[0].cost_ms, 99.25, 0.01);  // the extra time over the best recent
   // Back to normal: silent again.
   EXPECT_TRUE(feed(*d, step, 20, 100.0).empty());
+}
+
+// A healthy loop on a loaded host: now and then the host is preempted, one step runs long and
+// the next ones short while the drained queue refills (seen on the faithful e2e loop: 24 ms steps,
+// then 43 ms, 10 ms, 18 ms). The catch-up steps are not the rank's best: normal steps stay silent.
+TEST(IndividualScore, CatchUpStepsAfterAHostHiccupDoNotSetTheBar) {
+  auto d = make("individual_score");
+  FindingCollector sink;
+  for (int64_t i = 0; i < 200; ++i) {
+    const int64_t phase = i % 8;
+    const double ms = phase == 5 ? 43.0 : phase == 6 ? 10.0 : phase == 7 ? 18.0 : 24.0;
+    d->on_step(step_of(i, ms), sink);
+  }
+  for (const Finding& f : sink.findings) {
+    EXPECT_EQ(f.step % 8, 5) << "only the hiccup step itself is slow: " << f.message;
+  }
 }
 
 TEST(IndividualScore, MildSlowdownsStaySilent) {

@@ -19,9 +19,14 @@ const CuptiApi* load_cupti_api(std::string_view explicit_path, std::string& erro
   try {
     auto table = std::make_unique<CuptiApi>();
     if (!load_cupti_api(explicit_path, *table, error)) return nullptr;
-    // NOTE: leaked on purpose — the adapter copies the table, but callers may keep this pointer
-    // and CUPTI may call into the library it names until the process exits.
-    return table.release();
+    // Kept until the process exits, never destroyed (no static destructor): the adapter copies the
+    // table, but callers may keep this pointer and CUPTI may call into the library it names until
+    // exit. Held in a list reachable from a global, so that a leak checker sees it kept, not lost.
+    static std::mutex kept_mu;
+    static auto* kept = new std::vector<std::unique_ptr<CuptiApi>>();
+    std::lock_guard<std::mutex> lock(kept_mu);
+    kept->push_back(std::move(table));
+    return kept->back().get();
   } catch (...) {
     error = "out of memory while loading CUPTI";
     return nullptr;

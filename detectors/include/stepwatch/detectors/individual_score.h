@@ -6,9 +6,12 @@
 // ranks' traces.
 //
 // Signals per step: wall time, and collective wait = NCCL kernel time |N ∩ W| (what grows when a
-// peer is late: the kernels spin until it arrives). "Best recent" is the 10th percentile of the
-// last 64 scored steps, so one lucky step does not set the bar and a lasting change becomes the
-// new normal after most of the window. Bounded (two windows of 64 values).
+// peer is late: the kernels spin until it arrives). "Best recent" is the 25th percentile of the
+// means of 4 consecutive steps over the last 64: a host hiccup makes one step long and the next
+// ones short (the queue it drained refills), and short catch-up steps must not set the bar — with
+// a per-step 10th percentile, a few of them in 64 made every normal step of a healthy loop score
+// 0.68. A lasting change becomes the new normal after most of the window. Bounded (two windows of
+// 64 values).
 //
 // The tracker scores; the `individual_score` detector (detectors/src/individual_score.h) turns a
 // score below 0.7 into a finding, which the live log reports once sustained, like every finding.
@@ -26,7 +29,8 @@ class IndividualScoreTracker {
  public:
   static constexpr size_t kHistorySteps = 64;
   static constexpr size_t kMinHistory = 8;      // no score before 8 steps of history
-  static constexpr double kBestQuantile = 0.10;
+  static constexpr double kBestQuantile = 0.25;
+  static constexpr size_t kMeanOf = 4;  // consecutive steps per mean
   static constexpr double kDegradedBelow = 0.7;  // 1 / 0.7 = 1.43x the best recent time
 
   struct Score {
