@@ -253,11 +253,16 @@ TEST(FaithfulThreads, AllToAllRangesMeetTheirLaunchesOnOneThreadId) {
   const RunResult r = run_driver("sim:exposed_a2a", 10, production());
   ASSERT_EQ(r.exit_code, 0) << r.log;
   EXPECT_NE(r.out.find("thread id type 1"), std::string::npos) << r.out;
-  size_t with_layers = 0;
+  // Every exposed all-to-all is read as layers (a thread-id mismatch leaves none). How many steps
+  // fire depends on how the loop ran: on a loaded machine the host is preempted, the GPU runs
+  // behind and queued compute overlaps some steps' all-to-all (exposed comm 0 there, truly).
+  size_t with_layers = 0, without_layers = 0;
   for (const auto& f : r.findings) {
-    if (f.value("detector", "") == "exposed_collective" && f["evidence"].value("a2a_layers", 0) > 0) ++with_layers;
+    if (f.value("detector", "") != "exposed_collective") continue;
+    ++(f["evidence"].value("a2a_layers", 0) > 0 ? with_layers : without_layers);
   }
-  EXPECT_GE(with_layers, 6u) << r.log;
+  EXPECT_GE(with_layers, 1u) << r.log;
+  EXPECT_EQ(without_layers, 0u) << r.log;
 }
 
 // Problem 6a: completed cudaEventQuery polls (the NCCL watchdog) leave SYNCHRONIZATION records

@@ -65,6 +65,9 @@ def child_env(library=None, output_dir=None, fake_cupti=False, extra=None, pytho
     env["STEPWATCH_LOG_LEVEL"] = env.get("STEPWATCH_LOG_LEVEL", "warn")
     if library:
         env["STEPWATCH_LIBRARY"] = library
+        # Loaded by the shim, not injected: the library stays dormant unless asked for explicitly
+        # (libtrace/src/live/activation.h). test_library's dormant test removes it again.
+        env.setdefault("STEPWATCH_ENABLE", "1")
     if output_dir:
         env["STEPWATCH_OUTPUT_DIR"] = output_dir
     if fake_cupti:

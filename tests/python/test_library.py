@@ -56,6 +56,36 @@ class CpuLibraryTest(TempDirTestCase):
         self.assertChildOk(proc)
 
     @needs_library
+    def test_loaded_but_not_injected_the_library_is_dormant(self):
+        # Importing the shim (or linking stepwatch::stepwatch) alone: no session, no output folder,
+        # no exit summary, every call a no-op.
+        env = _support.child_env(library=_support.LIBRARY, output_dir=self.tmp)
+        del env["STEPWATCH_ENABLE"]
+        env["STEPWATCH_LOG_LEVEL"] = "info"
+        proc = _support.run_python(
+            "import stepwatch\n"
+            "assert stepwatch.library_path() is not None\n"
+            "assert not stepwatch.enabled()\n"
+            "assert stepwatch.step() == stepwatch.ERROR_DISABLED\n", env)
+        self.assertChildOk(proc)
+        self.assertNotIn("[stepwatch]", proc.stderr)
+        self.assertEqual(os.listdir(self.tmp), [])
+
+    @needs_library
+    def test_named_by_the_injection_variable_it_is_active_before_cuda_starts(self):
+        # `stepwatch run` sets CUDA_INJECTION64_PATH to the library: a script marking steps before
+        # its first CUDA call is traced from its first step (the driver calls in later).
+        env = _support.child_env(library=_support.LIBRARY, output_dir=self.tmp)
+        del env["STEPWATCH_ENABLE"]
+        env["CUDA_INJECTION64_PATH"] = os.path.relpath(_support.LIBRARY)
+        proc = _support.run_python(
+            "import stepwatch\n"
+            "assert stepwatch.enabled()\n"
+            "assert stepwatch.step() == stepwatch.OK\n", env)
+        self.assertChildOk(proc)
+        self.assertEqual(len(glob.glob(os.path.join(self.tmp, "rank0-pid*"))), 1)
+
+    @needs_library
     def test_phase_pop_without_push_is_reported_not_raised(self):
         proc = _support.run_python(
             "import stepwatch\nrc = stepwatch.phase_pop()\nassert rc < 0, rc\nprint('ok')\n",

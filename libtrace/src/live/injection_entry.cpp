@@ -2,6 +2,7 @@
 // C API of stepwatch.h. InitializeInjectionNvtx2 lives in nvtx/ (NVTX internals stay there).
 //
 // Every function catches everything: nothing may throw into the host process.
+#include "live/activation.h"
 #include "live/live_session.h"
 #include "stepwatch/stepwatch.h"
 
@@ -11,6 +12,7 @@ using stepwatch::live::LiveSession;
 // No CUDA call is allowed here; the CUPTI callback/activity setup is.
 extern "C" STEPWATCH_API int InitializeInjection(void) {
   try {
+    stepwatch::live::note_injected();
     if (LiveSession* s = LiveSession::get()) s->start_gpu_tracing();
   } catch (...) {
   }

@@ -1,5 +1,7 @@
 #include "live/live_session.h"
 
+#include "live/activation.h"
+
 #include <pthread.h>
 #include <signal.h>
 #include <sys/syscall.h>
@@ -62,6 +64,8 @@ LiveSession* LiveSession::get() noexcept {
   if (g_forked_child.load(std::memory_order_relaxed)) return nullptr;
   LiveSession* s = g_session.load(std::memory_order_acquire);
   if (s) return s->enabled() ? s : nullptr;
+  // Dormant until asked for (live/activation.h): linking the library alone does nothing.
+  if (!activation_requested()) return nullptr;
   try {
     std::lock_guard<std::mutex> lock(g_create_mu);
     s = g_session.load(std::memory_order_acquire);
