@@ -14,7 +14,8 @@ namespace stepwatch::live {
 namespace {
 
 const std::vector<EnvVarDoc> kDocs = {
-    {"STEPWATCH_ENABLE", "1", "0 turns stepwatch off entirely (the library stays loaded and does nothing)"},
+    {"STEPWATCH_ENABLE", "", "unset: active when injected; 1 turns stepwatch on where it is only linked or loaded by the shim; "
+                         "0 turns it off in every case (the library stays loaded and does nothing)"},
     {"STEPWATCH_OUTPUT_DIR", "./stepwatch-out", "where steps.jsonl, findings.jsonl, dumps and the exit summary go "
                                                 "(one subfolder per rank and process: rank<R>-pid<P>)"},
     {"STEPWATCH_LOG_LEVEL", "info", "trace, debug, info, warn, error or off (the job-log lines)"},
