@@ -16,6 +16,7 @@
 
 #include "live/outputs/log_reporter.h"
 #include "live/outputs/run_outputs.h"
+#include "live/outputs/run_stats.h"
 
 namespace stepwatch::live {
 namespace {
@@ -35,6 +36,28 @@ std::vector<std::string> lines_on_disk(const fs::path& p) {
     at = nl + 1;
   }
   return out;
+}
+
+// A traced job that ran nothing on the GPU says so in its exit summary (not a table of nothing);
+// a job whose steps were never traced says that instead, in its steps line.
+TEST(RunStats, TracedButIdleSaysNoGpuWorkWasSeen) {
+  NameTable names;
+  RunStats stats;
+  RunSummary traced;
+  traced.steps = 3;
+  traced.judged_steps = 3;
+  EXPECT_NE(stats.text(names, traced, SelfOverhead{}).find("no GPU work was seen"), std::string::npos);
+  RunSummary untraced;
+  untraced.steps = 3;
+  untraced.untraced_steps = 3;
+  EXPECT_EQ(stats.text(names, untraced, SelfOverhead{}).find("no GPU work was seen"), std::string::npos);
+  Event k;
+  k.kind = EventKind::kKernel;
+  k.name = names.intern("gemm");
+  k.start_ns = 0;
+  k.end_ns = 1000;
+  stats.add_events(std::span<const Event>(&k, 1));
+  EXPECT_EQ(stats.text(names, traced, SelfOverhead{}).find("no GPU work was seen"), std::string::npos);
 }
 
 TEST(RunOutputs, EachLineIsOnDiskWholeWithoutAFlush) {

@@ -116,6 +116,12 @@ std::string RunStats::text(const NameTable& names, const RunSummary& s, const Se
                   t.total_ns > 0 ? double(t.bytes) / double(t.total_ns) : 0.0);
     line(buf);
   }
+  if (kernels_.empty() && copies_.empty() && s.steps > s.untraced_steps) {
+    // Traced but idle — told apart from "not traced" (the steps line) and from "never loaded"
+    // (stepwatch run's last line).
+    line("  no GPU work was seen: GPU tracing was on, but no kernel, copy or memset ran (the job did not use the "
+         "GPU, or CUPTI delivered nothing: see data loss)");
+  }
   if (!blocking_.empty()) {
     line("  blocking calls: Count  Host(ms)  GPU idle(ms)  Name");
     for (const auto& [name, b] : blocking_) {
