@@ -115,6 +115,7 @@ void StepVarianceDetector::on_step(const StepView& step, FindingSink& sink) {
       .with("slow_busy_share_pct", round3(100.0 * busy_share))
       .with("slow_kernel_ratio", round3(kernel_ratio));
   f.established = true;
+  f.tax_share = TaxShare::kOverlapping;
   sink.emit(std::move(f));
 }
 

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "detector_util.h"
+#include "fix_text.h"
 #include "stepwatch/core/gpu_samples.h"
 
 namespace stepwatch {
@@ -124,9 +125,8 @@ void ThrottleDetector::on_step(const StepView& step, FindingSink& sink) {
               " heavy kernels ran >= 15% longer than their own recent baseline at the same launch count (median " +
               format_pct(median_slowdown_pct) + " slower) with no new GPU idle: " + format_ms(extra_ns) +
               " of extra kernel time (" + format_pct(f.cost_pct) + " of " + format_ms(step.duration_ns()) +
-              "), the signature of clock throttling (DVFS, power cap, thermal). Fix: check clocks, power and "
-              "temperature (nvidia-smi dmon -s puct; nvidia-smi -q -d PERFORMANCE for the throttle reasons), the "
-              "power/thermal budget (cooling, power limit), spread the load.";
+              "), the signature of clock throttling (DVFS, power cap, thermal). Fix: " + fix::clocks(step.stack) +
+              ", the power/thermal budget (cooling, power limit), spread the load.";
   f.with("extra_kernel_ms", ms3_of(extra_ns))
       .with("slowed_kernels", static_cast<int64_t>(slowed))
       .with("compared_kernels", static_cast<int64_t>(compared))
