@@ -21,6 +21,17 @@ set(STEPWATCH_INSTALL_PYTHONDIR "${CMAKE_INSTALL_DATADIR}/stepwatch/python" CACH
 set(STEPWATCH_INSTALL_INCLUDEDIR "${CMAKE_INSTALL_INCLUDEDIR}")
 
 install(TARGETS stepwatch_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT stepwatch)
+# The wheel (pyproject.toml, scikit-build-core): the tool and the library inside the Python package,
+# as siblings — <pkg>/bin/stepwatch runs <pkg>/lib/libstepwatch.so (`stepwatch run`), and the
+# shim finds <pkg>/lib/libstepwatch.so first.
+if(SKBUILD)
+  install(TARGETS stepwatch_cli RUNTIME DESTINATION ${SKBUILD_PLATLIB_DIR}/stepwatch/bin COMPONENT wheel)
+  if(TARGET stepwatch_inject)
+    install(TARGETS stepwatch_inject LIBRARY DESTINATION ${SKBUILD_PLATLIB_DIR}/stepwatch/lib COMPONENT wheel)
+  else()
+    message(STATUS "stepwatch: no CUPTI/NVTX headers: the wheel holds the offline analyzer only")
+  endif()
+endif()
 set(STEPWATCH_INSTALLS_LIBRARY OFF)
 if(TARGET stepwatch_inject)
   set(STEPWATCH_INSTALLS_LIBRARY ON)

@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   cmake make g++ pkg-config python3
   libspdlog-dev libfmt-dev libsimdjson-dev nlohmann-json3-dev libcli11-dev
-  libdeflate-dev zlib1g-dev libsqlite3-dev libgtest-dev libbenchmark-dev
+  libdeflate-dev zlib1g-dev libisal-dev libsqlite3-dev libgtest-dev libbenchmark-dev
   chromium  # tests/cli/html.sh renders the HTML report headless (~620 MB, ~30 s to install)
   clang libclang-rt-14-dev  # the libFuzzer targets (tests/fuzz/run_fuzzers.sh)
 )

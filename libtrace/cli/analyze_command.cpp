@@ -1,16 +1,20 @@
 #include "analyze_command.h"
 
 #include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
+#include <optional>
 #include <regex>
+#include <thread>
 
 #include "stepwatch/core/analysis.h"
 #include "stepwatch/detectors/registry.h"
 #include "stepwatch/detectors/thresholds.h"
 #include "stepwatch/import/kineto_importer.h"
-#include "stepwatch/import/nsys_importer.h"
+#include "stepwatch/import/trace_file.h"
 #include "stepwatch/report/html.h"
 #include "stepwatch/ranks/rank_merge.h"
 #include "stepwatch/report/jsonl.h"
@@ -27,29 +31,10 @@ bool has_suffix(const fs::path& p, std::string_view suffix) {
   return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-bool is_nsys_report(const fs::path& p) { return has_suffix(p, ".nsys-rep") || has_suffix(p, ".qdrep"); }
-
 // What a directory contributes: traces only. `nsys export` writes X.sqlite next to X.nsys-rep, so
 // reports are not picked up from a directory (named directly, they get the "export it" error).
 bool is_trace_file(const fs::path& p) {
   return has_suffix(p, ".json") || has_suffix(p, ".json.gz") || has_suffix(p, ".sqlite");
-}
-
-// By content, not by name: an SQLite file is an nsys export, anything else Kineto JSON (gzipped
-// or not). An nsys report (.nsys-rep / .qdrep) is a binary format of its own.
-Trace import_trace_file(const std::string& path) {
-  std::string head(16, '\0');
-  {
-    std::ifstream in(path, std::ios::binary);
-    in.read(head.data(), static_cast<std::streamsize>(head.size()));
-    head.resize(static_cast<size_t>(std::max<std::streamsize>(0, in.gcount())));
-  }
-  if (has_sqlite_magic(head)) return import_nsys_sqlite(path);
-  if (is_nsys_report(path)) {
-    throw ImportError(path, "an Nsight Systems report, not an SQLite export: export it with "
-                            "nsys export --type sqlite " + path);
-  }
-  return import_kineto_file(path);
 }
 
 // A directory stands for its trace files (one rank each), in name order.
@@ -82,10 +67,83 @@ std::string validate_pattern(const std::string& pattern, const char* what) {
   return pattern;
 }
 
+
+ImportLimits import_limits(const AnalyzeOptions& o) {
+  ImportLimits limits;
+  limits.max_text_bytes = static_cast<uint64_t>(o.max_input_gb * double(uint64_t{1} << 30));
+  limits.max_record_bytes = static_cast<size_t>(o.max_event_mb * double(1u << 20));
+  return limits;
+}
+
+// One input's analysis, or why it failed.
+struct RankOutcome {
+  std::optional<RankResult> result;
+  std::optional<RankCollectives> collectives;  // when ranks are merged
+  std::map<std::string, uint64_t, std::less<>> skipped;
+  std::string error;
+};
+
+RankOutcome analyze_file(const std::string& path, size_t index, const AnalysisConfig& config,
+                         const ImportLimits& limits, bool merge) {
+  RankOutcome out;
+  try {
+    Trace trace = import_trace_file(path, limits);
+    const int rank = trace.rank >= 0 ? trace.rank : static_cast<int>(index);
+    auto detectors = make_detectors(config);
+    out.result = analyze_rank(trace, rank, config, std::move(detectors));
+    if (merge) out.collectives = collect_collectives(trace, *out.result);
+    out.skipped = std::move(trace.skipped);
+  } catch (const std::exception& e) {
+    out.error = e.what();
+  }
+  return out;
+}
+
+// Ranks are imported and analyzed in parallel (each import also reads ahead on a thread of its
+// own), by a bounded number of workers; results keep the inputs' order. After a failure, inputs
+// later in that order are not started: only the first failure is reported.
+std::vector<RankOutcome> analyze_files(const std::vector<std::string>& files, const AnalysisConfig& config,
+                                       const ImportLimits& limits, bool merge) {
+  constexpr size_t kMaxWorkers = 8;
+  std::vector<RankOutcome> outcomes(files.size());
+  std::atomic<size_t> next{0};
+  std::atomic<size_t> first_failure{files.size()};
+  auto work = [&] {
+    for (size_t i = next++; i < files.size(); i = next++) {
+      if (i > first_failure.load()) continue;
+      outcomes[i] = analyze_file(files[i], i, config, limits, merge);
+      if (!outcomes[i].error.empty()) {
+        size_t seen = first_failure.load();
+        while (i < seen && !first_failure.compare_exchange_weak(seen, i)) {
+        }
+      }
+    }
+  };
+  const size_t workers = std::min({files.size(), kMaxWorkers, size_t{std::max(1u, std::thread::hardware_concurrency())}});
+  std::vector<std::thread> threads;
+  for (size_t w = 1; w < workers; ++w) threads.emplace_back(work);
+  work();
+  for (std::thread& t : threads) t.join();
+  return outcomes;
+}
+
+// One line when the importer left records out (the analysis reports them as data loss too).
+void write_skipped_line(const std::map<std::string, uint64_t, std::less<>>& skipped, std::ostream& out) {
+  if (skipped.empty()) return;
+  uint64_t total = 0;
+  std::string reasons;
+  for (const auto& [reason, count] : skipped) {
+    total += count;
+    reasons += (reasons.empty() ? "" : ", ") + reason + " " + std::to_string(count);
+  }
+  out << "records left out by the importer: " << total << " (" << reasons << ")\n";
+}
+
 }  // namespace
 
 void add_analyze_options(CLI::App& cmd, AnalyzeOptions& o) {
-  cmd.add_option("inputs", o.inputs, "Trace files (Kineto .json, .json.gz; nsys SQLite exports .sqlite) or directories of them (one rank per file)")
+  cmd.add_option("inputs", o.inputs, "Trace files (Kineto .json, .json.gz; nsys SQLite exports .sqlite) or directories of "
+                 "them (one rank per file); - reads one trace from standard input (FIFOs and /dev/stdin work too)")
       ->required();
   cmd.add_option("--json", o.json_path, "Write JSONL records (meta, step, finding, summary) to PATH, or - for stdout");
   cmd.add_option("--html", o.html_path, "Write a self-contained HTML report (all ranks, one file) to PATH");
@@ -103,16 +161,22 @@ void add_analyze_options(CLI::App& cmd, AnalyzeOptions& o) {
                  "critical from CRITICAL_PCT % (repeatable; docs/detectors.md)");
   cmd.add_flag("-q,--quiet", o.quiet, "No human-readable report");
   cmd.add_option("--max-rows", o.max_rows, "Rows of the per-step table before it is elided")->default_val(50);
+  cmd.add_option("--max-input-gb", o.max_input_gb, "Refuse an input whose (uncompressed) text exceeds this many GiB; "
+                 "memory does not grow with it, this bounds time")->default_val(64)->check(CLI::PositiveNumber);
+  cmd.add_option("--max-event-mb", o.max_event_mb, "Leave out (and count) any single trace event larger than this many "
+                 "MiB of JSON instead of holding it")->default_val(16)->check(CLI::PositiveNumber);
 }
 
-int run_analyze(const AnalyzeOptions& o) {
-  AnalysisConfig config;
+namespace {
+
+// The analysis configuration from the options; false (after one error line) on a bad value.
+bool read_config(const AnalyzeOptions& o, AnalysisConfig& config) {
   try {
     if (!o.step_pattern.empty()) config.step_pattern = validate_pattern(o.step_pattern, "--step-pattern");
     if (!o.data_pattern.empty()) config.data_pattern = validate_pattern(o.data_pattern, "--data-pattern");
   } catch (const CLI::ValidationError& e) {
     std::cerr << "stepwatch: error: " << e.what() << '\n';
-    return 2;
+    return false;
   }
   if (o.min_pct >= 0) config.default_thresholds.min_pct = o.min_pct;
   if (o.min_ms >= 0) config.default_thresholds.min_ms = o.min_ms;
@@ -120,17 +184,25 @@ int run_analyze(const AnalyzeOptions& o) {
   for (const std::string& spec : o.thresholds) {
     if (const std::string why = apply_threshold(spec, config); !why.empty()) {
       std::cerr << "stepwatch: error: --threshold " << why << '\n';
-      return 2;
+      return false;
     }
   }
   for (const std::string& id : o.disable) {
     const auto known = finding_kinds();
     if (std::none_of(known.begin(), known.end(), [&](const DetectorInfo& d) { return d.id == id; })) {
       std::cerr << "stepwatch: error: --disable " << id << ": unknown detector (see `stepwatch detectors`)\n";
-      return 2;
+      return false;
     }
     config.enabled[id] = false;
   }
+  return true;
+}
+
+}  // namespace
+
+int run_analyze(const AnalyzeOptions& o) {
+  AnalysisConfig config;
+  if (!read_config(o, config)) return 2;
 
   std::ofstream json_file;
   std::ostream* json_out = nullptr;
@@ -159,42 +231,48 @@ int run_analyze(const AnalyzeOptions& o) {
 
   try {
     const std::vector<std::string> files = expand_inputs(o.inputs);
+    if (std::count(files.begin(), files.end(), "-") > 1) {
+      std::cerr << "stepwatch: error: - (standard input) can be given once\n";
+      return 2;
+    }
     if (json_out) *json_out << jsonl_meta() << '\n';
     // Several ranks: each is analyzed as alone, then together (the straggler verdict needs all).
     const bool merge = files.size() >= 2;
+    std::vector<RankOutcome> outcomes = analyze_files(files, config, import_limits(o), merge);
     std::vector<RankResult> merge_results;
     std::vector<RankCollectives> merge_collectives;
-    for (size_t i = 0; i < files.size(); ++i) {
-      Trace trace = import_trace_file(files[i]);
-      const int rank = trace.rank >= 0 ? trace.rank : static_cast<int>(i);
-      auto detectors = make_detectors(config);
-      RankResult result = analyze_rank(trace, rank, config, std::move(detectors));
+    std::optional<MergedAnalysis> merged;  // the HTML page shows the verdict too
+    for (size_t i = 0; i < outcomes.size(); ++i) {
+      RankOutcome& outcome = outcomes[i];
+      if (!outcome.error.empty()) {
+        std::cerr << "stepwatch: error: " << outcome.error << '\n';
+        return 2;
+      }
+      const RankResult& result = *outcome.result;
       if (json_out) write_jsonl(result, *json_out);
       if (html_file.is_open()) html_ranks.push_back(result);
       if (text) {
         if (i > 0) text_out << '\n';
         write_text_report(result, text_out, TextReportOptions{o.max_rows});
+        write_skipped_line(outcome.skipped, text_out);
       }
       if (merge) {
-        merge_collectives.push_back(collect_collectives(trace, result));
-        merge_results.push_back(std::move(result));
+        merge_collectives.push_back(std::move(*outcome.collectives));
+        merge_results.push_back(std::move(*outcome.result));
       }
     }
     if (merge) {
       std::vector<const RankResult*> results;
       for (const RankResult& r : merge_results) results.push_back(&r);
-      const MergedAnalysis merged = merge_ranks(merge_collectives, results, config);
-      if (json_out) write_merged_jsonl(merged, *json_out);
+      merged = merge_ranks(merge_collectives, results, config);
+      if (json_out) write_merged_jsonl(*merged, *json_out);
       if (text) {
         text_out << '\n';
-        write_merged_text(merged, text_out, o.max_rows);
+        write_merged_text(*merged, text_out, o.max_rows);
       }
     }
     if (json_out) json_out->flush();
-    if (html_file.is_open()) write_html_report(html_ranks, html_file);
-  } catch (const ImportError& e) {
-    std::cerr << "stepwatch: error: " << e.what() << '\n';
-    return 2;
+    if (html_file.is_open()) write_html_report(html_ranks, html_file, {}, merged ? &*merged : nullptr);
   } catch (const std::exception& e) {
     std::cerr << "stepwatch: error: " << e.what() << '\n';
     return 2;

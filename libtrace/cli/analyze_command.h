@@ -20,6 +20,8 @@ struct AnalyzeOptions {
   std::vector<std::string> thresholds;  // ID:PCT:MS[:CRITICAL_PCT]
   bool quiet = false;
   size_t max_rows = 50;
+  double max_input_gb = 64;   // ImportLimits::max_text_bytes
+  double max_event_mb = 16;   // ImportLimits::max_record_bytes
 };
 
 void add_analyze_options(CLI::App& cmd, AnalyzeOptions& opts);

@@ -19,7 +19,9 @@ catcher='<script>(function(){var bad=[];function note(m){bad.push(String(m));var
 window.addEventListener("error",function(e){note((e.message||("load failed: "+((e.target&&(e.target.src||e.target.href))||"?"))));},true);
 window.addEventListener("securitypolicyviolation",function(e){note("CSP violation: "+e.blockedURI);});
 var ce=console.error;console.error=function(){note("console.error "+Array.prototype.join.call(arguments," "));ce.apply(console,arguments);};
-document.addEventListener("DOMContentLoaded",function(){var d=document.createElement("div");d.id="sw-errors";d.textContent=bad.join(" | ");document.body.appendChild(d);});})();</script>'
+document.addEventListener("DOMContentLoaded",function(){
+document.querySelectorAll(".hbar span").forEach(function(s){if(s.offsetParent===null)return;var w=s.getBoundingClientRect().width,p=s.parentElement.getBoundingClientRect().width;if(w>p+0.5)note("label overflows its bar segment: "+s.textContent+" ("+Math.round(w)+" px in "+Math.round(p)+" px)");});
+var d=document.createElement("div");d.id="sw-errors";d.textContent=bad.join(" | ");document.body.appendChild(d);});})();</script>'
 
 check_structure() {  # html_file expected_ranks
   python3 - "$1" "$2" <<'PY'
@@ -73,7 +75,8 @@ open(dst, "w", encoding="utf-8").write(text.replace("<head>", "<head>\n" + catch
 PY
   local flags=(--headless --no-sandbox --disable-gpu --user-data-dir="$profile" --no-first-run
                --disable-extensions --enable-logging=stderr --v=0)
-  timeout 120 "$chromium_bin" "${flags[@]}" --dump-dom "file://$page" >"$out/dom.html" 2>"$out/chromium.log"
+  # The same window as the screenshot: the label check measures the layout it shows.
+  timeout 120 "$chromium_bin" "${flags[@]}" --window-size=1400,2000 --dump-dom "file://$page" >"$out/dom.html" 2>"$out/chromium.log"
   local rc=$?
   if [ $rc -ne 0 ]; then echo "FAIL: chromium exit $rc on $2"; tail -20 "$out/chromium.log"; return 1; fi
   if ! grep -q 'id="sw-errors"' "$out/dom.html"; then
@@ -107,6 +110,14 @@ synth="$build/bin/stepwatch-synth"
 "$synth" --scenario item_sync -o "$out/item_sync.json.gz" >/dev/null || { echo "FAIL: stepwatch-synth"; exit 1; }
 report synthetic-item_sync 1 "$out/item_sync.json.gz" || exit 1
 grep -q 'hidden_sync' "$out/synthetic-item_sync.html" || { echo "FAIL: item_sync report lacks hidden_sync"; exit 1; }
+# Several ranks: the page shows the multi-rank verdict (clock offsets, late ranks per step, the
+# late_rank finding and its cause), since that page is what people share.
+"$synth" --ranks 4 --straggler compute --straggler-rank 2 --clock-offsets-ms 0,50,-50,37 -o "$out/ranks" >/dev/null \
+  || { echo "FAIL: stepwatch-synth --ranks"; exit 1; }
+report synthetic-4-ranks 4 "$out/ranks" || exit 1
+for want in 'id="merged"' '<td class="det">late_rank</td>' 'Late ranks per step' '<td>compute</td>' 'Clocks'; do
+  grep -qF "$want" "$out/synthetic-4-ranks.html" || { echo "FAIL: the 4-rank page lacks $want"; exit 1; }
+done
 # An unwritable path is a clear error, exit 2.
 "$cli" analyze -q --html "$out/no/such/dir/r.html" "$out/item_sync.json.gz" 2>/dev/null
 [ $? -eq 2 ] || { echo "FAIL: unwritable --html path did not exit 2"; exit 1; }

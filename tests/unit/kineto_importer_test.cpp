@@ -304,10 +304,10 @@ TEST(KinetoImporterTest, MissingOrMistypedFieldsSkipTheEventOrUseDefaults) {
   EXPECT_EQ(kernels[1]->duration_ns(), 0);  // no dur: an instant
   EXPECT_EQ(name_of(t, *kernels[2]), "");
   EXPECT_EQ(kernels[2]->device, -1);
-  // Complete events of known categories whose times cannot be used are counted, never silent
-  // (the record without a category is not one of ours and is not counted).
+  // Records of known categories whose phase or times cannot be used are counted, never silent
+  // (the record without a category is not one of ours and is not counted; ph 88 is no phase).
   const std::map<std::string, uint64_t, std::less<>> skipped = {
-      {"missing_ts", 2}, {"negative_duration", 1}, {"unparsable_ts", 1}};
+      {"missing_ph", 1}, {"missing_ts", 2}, {"negative_duration", 1}, {"unparsable_ts", 1}};
   EXPECT_EQ(t.skipped, skipped);
   const Event& copy = single(t, EventKind::kMemcpy);
   EXPECT_EQ(copy.device, 2);
@@ -334,6 +334,34 @@ TEST(KinetoImporterTest, TimestampsAreExactNanoseconds) {
   EXPECT_EQ(t.events[3].start_ns, 1'500'000);
   EXPECT_EQ(t.events[3].duration_ns(), 2);
   EXPECT_EQ(t.events[4].start_ns, -2'500);
+}
+
+// Issue 17: events whose ts/dur did not parse vanished without a count, and the analysis was then
+// confidently wrong ("GPU busy 0%, findings: none"). Exponent forms are numbers and import; every
+// time that cannot be used (overflow, NaN and infinities, negative or day-long durations, times
+// past the time domain, values of the wrong type) is counted by reason.
+TEST(KinetoImporterTest, EveryUnusableTimeIsCountedByReason) {
+  const Trace t = import_json(wrap(R"j(
+      {"ph": "X", "cat": "kernel", "name": "ok", "ts": 10, "dur": 5},
+      {"ph": "X", "cat": "kernel", "name": "exponent forms", "ts": 1.2e1, "dur": 5E-1},
+      {"ph": "X", "cat": "kernel", "name": "ts overflows", "ts": 1e300, "dur": 1},
+      {"ph": "X", "cat": "kernel", "name": "ts past int64 ns", "ts": 99999999999999999999, "dur": 1},
+      {"ph": "X", "cat": "kernel", "name": "NaN ts", "ts": "NaN", "dur": 1},
+      {"ph": "X", "cat": "cuda_runtime", "name": "ts is an object", "ts": {"v": 1}, "dur": 1},
+      {"ph": "X", "cat": "kernel", "name": "dur overflows", "ts": 1, "dur": 1e300},
+      {"ph": "X", "cat": "kernel", "name": "NaN dur", "ts": 1, "dur": "nan"},
+      {"ph": "X", "cat": "kernel", "name": "infinite dur", "ts": 1, "dur": "-Infinity"},
+      {"ph": "X", "cat": "cuda_runtime", "name": "dur is true", "ts": 1, "dur": true},
+      {"ph": "X", "cat": "kernel", "name": "negative dur", "ts": 1, "dur": -0.5},
+      {"ph": "X", "cat": "kernel", "name": "past 2^62 ns", "ts": 5e15, "dur": 1},
+      {"ph": "X", "cat": "kernel", "name": "longer than a day", "ts": 1, "dur": 9e10})j"));
+  ASSERT_EQ(t.events.size(), 2u);
+  EXPECT_EQ(t.events[1].start_ns, 12'000);
+  EXPECT_EQ(t.events[1].duration_ns(), 500);
+  const std::map<std::string, uint64_t, std::less<>> skipped = {
+      {"duration_over_a_day", 1}, {"negative_duration", 1}, {"timestamp_out_of_range", 1},
+      {"unparsable_dur", 4},      {"unparsable_ts", 4}};
+  EXPECT_EQ(t.skipped, skipped);
 }
 
 TEST(KinetoImporterTest, RankAndDeviceNameFromTheHeader) {

@@ -292,7 +292,8 @@ TEST(NsysImporter, MissingOptionalTablesAndColumnsAreTolerated) {
           "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (5, 9, 1), (NULL, 3, 1);");
   db.close();
   const Trace t = import_nsys_sqlite(db.path());
-  ASSERT_EQ(t.events.size(), 1u);  // the row without a start is dropped
+  ASSERT_EQ(t.events.size(), 1u);  // the row without a start is left out, and counted
+  EXPECT_EQ(t.skipped, (std::map<std::string, uint64_t, std::less<>>{{"missing_time", 1}}));
   EXPECT_EQ(t.events[0].device, -1);
   EXPECT_EQ(t.events[0].correlation, 0u);
   EXPECT_EQ(t.device_name, "");
@@ -416,6 +417,71 @@ TEST(NsysImporter, TimestampsOutsideTheTimeDomainAreLeftOutAndCounted) {
   const RankResult r = analyze_rank(t, 0, config, std::move(detectors));
   ASSERT_EQ(r.steps.size(), 1u);
   EXPECT_EQ(r.steps[0].duration_ns(), 8500);
+}
+
+// Type-corrupted rows (issue 17: text where a time belongs read as 0, a 54-year step, exit 0):
+// a time that is not an integer, a missing time, an NVTX type that is not a number, an OSRT call
+// whose name id points nowhere are left out and counted by reason; the healthy rows import as
+// ever and the step is the healthy rows' span.
+TEST(NsysImporter, TypeCorruptedRowsAreCountedNotMisread) {
+  TempDb db("corrupted_rows.sqlite");
+  db.exec(R"(
+    CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);
+    INSERT INTO StringIds VALUES (1, 'cudaLaunchKernel_v7000'), (2, 'gemm'), (3, 'train_step'), (4, 'read');
+    CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start, end, globalTid, correlationId, nameId);
+    CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start, end, deviceId, streamId, correlationId, demangledName);
+    CREATE TABLE NVTX_EVENTS (start, end, eventType, textId, globalTid);
+    CREATE TABLE OSRT_API (start, end, globalTid, nameId);
+  )");
+  const std::string tid = g(kGlobalTid);
+  db.exec("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (1000, 1100, " + tid + ", 1, 1), ('1200', 1300, " + tid +
+          ", 2, 1), (1400, 'soon', " + tid + ", 3, 1);");
+  db.exec("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (2000, 3000, 0, 7, 1, 2), ('garbage', 3500, 0, 7, 2, 2), "
+          "(2500.5, 3600, 0, 7, 3, 2), (NULL, 4000, 0, 7, 4, 2), (x'00ff', 4100, 0, 7, 5, 2);");
+  db.exec("INSERT INTO NVTX_EVENTS VALUES (500, 9000, 59, 3, " + tid + "), (NULL, 9500, 59, 3, " + tid +
+          "), (600, 700, 'push', 3, " + tid + "), (800, NULL, 34, 3, " + tid + ");");
+  db.exec("INSERT INTO OSRT_API VALUES (100, 200, " + tid + ", 4), (300, 400, " + tid + ", 99);");
+  db.close();
+  Trace t = import_nsys_sqlite(db.path());
+  EXPECT_EQ(of_kind(t, EventKind::kApiCall).size(), 1u);
+  EXPECT_EQ(of_kind(t, EventKind::kKernel).size(), 1u);
+  EXPECT_EQ(of_kind(t, EventKind::kRange).size(), 2u);  // train_step and osrt:read; the mark is no range
+  const std::map<std::string, uint64_t, std::less<>> skipped = {
+      {"event_type_not_an_integer", 1}, {"missing_time", 2}, {"osrt_call_without_name", 1},
+      {"time_not_an_integer", 5}};
+  EXPECT_EQ(t.skipped, skipped);
+  AnalysisConfig config;
+  auto detectors = make_detectors(config);
+  const RankResult r = analyze_rank(t, 0, config, std::move(detectors));
+  ASSERT_EQ(r.steps.size(), 1u);
+  EXPECT_EQ(r.steps[0].duration_ns(), 8500);  // the train_step range, not decades
+}
+
+// A core table whose columns are not nsys's (issue 17: a kernel table that did not match was
+// ignored, then a false hidden_sync at 90% idle) is refused with one error naming the table.
+TEST(NsysImporter, CoreTableWithoutItsColumnsIsRefusedNamingIt) {
+  struct Case {
+    const char* table_sql;
+    const char* table;
+    const char* missing;
+  };
+  const Case cases[] = {
+      {"CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (begin_ns INTEGER, end_ns INTEGER, demangledName INTEGER)",
+       "CUPTI_ACTIVITY_KIND_KERNEL", "start, end"},
+      {"CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, end INTEGER, kernelName TEXT)",
+       "CUPTI_ACTIVITY_KIND_KERNEL", "one of demangledName/shortName/mangledName"},
+      {"CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER, end INTEGER, globalTid INTEGER)",
+       "CUPTI_ACTIVITY_KIND_RUNTIME", "one of nameId/name"},
+      {"CREATE TABLE NVTX_EVENTS (start INTEGER, stop INTEGER, text TEXT)", "NVTX_EVENTS", "end"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.table_sql);
+    TempDb db("schema.sqlite");
+    db.exec(std::string("CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);") + c.table_sql + ";");
+    db.close();
+    expect_import_error(db.path(), std::string(c.table) + " does not have the columns of an Nsight Systems export: no " +
+                                       c.missing);
+  }
 }
 
 // The in-memory entry point (the fuzzers'): the same trace as from the file, the same errors.

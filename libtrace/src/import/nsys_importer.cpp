@@ -1,223 +1,28 @@
 #include "stepwatch/import/nsys_importer.h"
 
-#include <sqlite3.h>
-
 #include <algorithm>
 #include <array>
-#include <cstdio>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <limits>
 #include <memory>
 #include <optional>
 #include <unordered_map>
 #include <vector>
 
+#include "import/sqlite_db.h"
 #include "stepwatch/core/classify.h"
 
 namespace stepwatch {
 
 namespace {
 
+using import_detail::check_file;
+using import_detail::check_header;
+using import_detail::Database;
+using import_detail::InMemory;
+using import_detail::Query;
+
 constexpr std::string_view kSqliteMagic{"SQLite format 3\0", 16};
-
-// ---------------------------------------------------------------------------------------------
-// SQLite access. Every failing call becomes ImportError(file, "SQLite error <what>: <message>").
-
-struct DbCloser {
-  void operator()(sqlite3* db) const { sqlite3_close_v2(db); }
-};
-struct StmtFinalizer {
-  void operator()(sqlite3_stmt* s) const { sqlite3_finalize(s); }
-};
-
-std::string quoted(std::string_view identifier) {
-  std::string out = "\"";
-  for (const char c : identifier) {
-    out += c;
-    if (c == '"') out += '"';
-  }
-  return out + '"';
-}
-
-// "file:" URI for sqlite3_open_v2: `immutable=1` reads without locks or journal files, so exports
-// in read-only folders open, and nothing is ever written next to the input.
-std::string immutable_uri(const std::string& path) {
-  std::string uri = "file:";
-  for (const unsigned char c : path) {
-    if (c == '%' || c == '?' || c == '#' || c < 0x21 || c >= 0x7f) {
-      char buf[4];
-      std::snprintf(buf, sizeof buf, "%%%02X", c);
-      uri += buf;
-    } else {
-      uri += static_cast<char>(c);
-    }
-  }
-  return uri + "?immutable=1";
-}
-
-class Database;
-
-// One prepared SELECT of named columns; columns the table lacks read as NULL.
-class Query {
- public:
-  Query(const Database& db, sqlite3_stmt* stmt, std::string what) : db_(db), stmt_(stmt), what_(std::move(what)) {}
-  bool next();  // false at the end; throws ImportError on SQLite errors
-  bool is_null(int i) const { return sqlite3_column_type(stmt_.get(), i) == SQLITE_NULL; }
-  int64_t int64(int i, int64_t fallback = 0) const {
-    return is_null(i) ? fallback : static_cast<int64_t>(sqlite3_column_int64(stmt_.get(), i));
-  }
-  std::optional<int64_t> maybe_int64(int i) const {
-    if (sqlite3_column_type(stmt_.get(), i) != SQLITE_INTEGER) return std::nullopt;
-    return static_cast<int64_t>(sqlite3_column_int64(stmt_.get(), i));
-  }
-  // A TEXT value; empty for anything else.
-  std::string_view text(int i) const {
-    if (sqlite3_column_type(stmt_.get(), i) != SQLITE_TEXT) return {};
-    const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(stmt_.get(), i));
-    return p ? std::string_view(p, static_cast<size_t>(sqlite3_column_bytes(stmt_.get(), i))) : std::string_view{};
-  }
-
- private:
-  const Database& db_;
-  std::unique_ptr<sqlite3_stmt, StmtFinalizer> stmt_;
-  std::string what_;
-};
-
-// The database image in memory rather than in a file (`import_nsys_sqlite_bytes`).
-struct InMemory {
-  std::string_view image;
-};
-
-class Database {
- public:
-  explicit Database(const std::string& path) : path_(path) {
-    sqlite3* raw = nullptr;
-    const int rc = sqlite3_open_v2(immutable_uri(path).c_str(), &raw, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr);
-    db_.reset(raw);
-    if (rc != SQLITE_OK) fail("opening the file");
-    read_schema();
-  }
-
-  // A private in-memory database holding a copy of `image` (read-only: nothing is written back).
-  Database(const std::string& source, InMemory memory) : path_(source) {
-    sqlite3* raw = nullptr;
-    const int rc = sqlite3_open_v2(":memory:", &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_MEMORY, nullptr);
-    db_.reset(raw);
-    if (rc != SQLITE_OK) fail("opening an in-memory database");
-    // SQLite owns the copy from here (FREEONCLOSE), also when deserialize fails.
-    auto* copy = static_cast<unsigned char*>(sqlite3_malloc64(std::max<size_t>(memory.image.size(), 1)));
-    if (copy == nullptr) fail("allocating the in-memory image");
-    std::memcpy(copy, memory.image.data(), memory.image.size());
-    const auto size = static_cast<sqlite3_int64>(memory.image.size());
-    if (sqlite3_deserialize(db_.get(), "main", copy, size, size,
-                            SQLITE_DESERIALIZE_READONLY | SQLITE_DESERIALIZE_FREEONCLOSE) != SQLITE_OK) {
-      fail("loading the in-memory image");
-    }
-    read_schema();
-  }
-
-  [[noreturn]] void fail(const std::string& what) const {
-    throw ImportError(path_, "SQLite error " + what + ": " + (db_ ? sqlite3_errmsg(db_.get()) : "out of memory"));
-  }
-
-  Query prepare(const std::string& sql, std::string what) const {
-    sqlite3_stmt* stmt = nullptr;
-    if (sqlite3_prepare_v2(db_.get(), sql.c_str(), static_cast<int>(sql.size()), &stmt, nullptr) != SQLITE_OK) {
-      sqlite3_finalize(stmt);
-      fail(what);
-    }
-    return Query(*this, stmt, std::move(what));
-  }
-
-  bool has_table(std::string_view name) const {
-    return std::find(tables_.begin(), tables_.end(), name) != tables_.end();
-  }
-
-  std::vector<std::string> columns(std::string_view table) const {
-    std::vector<std::string> out;
-    Query q = prepare("PRAGMA table_info(" + quoted(table) + ")", "reading the columns of " + std::string(table));
-    while (q.next()) out.emplace_back(q.text(1));
-    return out;
-  }
-
-  // SELECT the `wanted` columns of `table` in that order, NULL for the ones this nsys version
-  // does not write.
-  Query select(std::string_view table, std::initializer_list<std::string_view> wanted) const {
-    const std::vector<std::string> have = columns(table);
-    std::string sql = "SELECT ";
-    bool first = true;
-    for (const std::string_view column : wanted) {
-      const bool exists = std::find(have.begin(), have.end(), column) != have.end();
-      if (!first) sql += ", ";
-      first = false;
-      sql += exists ? quoted(column) : std::string("NULL");
-    }
-    sql += " FROM " + quoted(table);
-    return prepare(sql, "reading " + std::string(table));
-  }
-
- private:
-  // sqlite_master is read on first use: a file that is no database fails here.
-  void read_schema() {
-    Query tables = prepare("SELECT name FROM sqlite_master WHERE type IN ('table','view')", "reading the schema");
-    while (tables.next()) tables_.emplace_back(tables.text(0));
-  }
-
-  std::string path_;
-  std::unique_ptr<sqlite3, DbCloser> db_;
-  std::vector<std::string> tables_;
-};
-
-bool Query::next() {
-  const int rc = sqlite3_step(stmt_.get());
-  if (rc == SQLITE_ROW) return true;
-  if (rc == SQLITE_DONE) return false;
-  db_.fail(what_);
-}
-
-// ---------------------------------------------------------------------------------------------
-// The file itself, before SQLite sees it: SQLite reads pages lazily, so a truncated export might
-// only fail in a table we do not read. The header says how long the file must be.
-
-uint32_t big_endian(const unsigned char* p, int n) {
-  uint32_t v = 0;
-  for (int i = 0; i < n; ++i) v = (v << 8) | p[i];
-  return v;
-}
-
-// `header`: the first 100 bytes (fewer when the input is shorter); `size`: the whole input's.
-void check_header(std::string_view header_bytes, uint64_t size, const std::string& path) {
-  if (header_bytes.size() < 100 || size < 100) {
-    throw ImportError(path, "not an SQLite database or truncated: " + std::to_string(size) + " bytes");
-  }
-  const auto* header = reinterpret_cast<const unsigned char*>(header_bytes.data());
-  if (std::memcmp(header, kSqliteMagic.data(), kSqliteMagic.size()) != 0) {
-    throw ImportError(path, "not an SQLite database (no \"SQLite format 3\" header)");
-  }
-  const uint32_t page_size_field = big_endian(&header[16], 2);
-  const uint64_t page_size = page_size_field == 1 ? 65536 : page_size_field;
-  const uint32_t change_counter = big_endian(&header[24], 4);
-  const uint64_t pages = big_endian(&header[28], 4);
-  const uint32_t valid_for = big_endian(&header[92], 4);
-  // The in-header page count is only trustworthy when written by SQLite >= 3.7.0 (valid_for).
-  if (pages != 0 && valid_for == change_counter && size < pages * page_size) {
-    throw ImportError(path, "truncated SQLite database: " + std::to_string(size) + " bytes, the header says " +
-                                std::to_string(pages * page_size));
-  }
-}
-
-void check_file(const std::string& path) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) throw ImportError(path, "cannot open: no such file");
-  const uintmax_t size = std::filesystem::file_size(path, ec);
-  if (ec) throw ImportError(path, "cannot open: " + ec.message());
-  std::ifstream in(path, std::ios::binary);
-  std::array<char, 100> header{};
-  in.read(header.data(), header.size());
-  check_header(std::string_view(header.data(), static_cast<size_t>(in.gcount())), size, path);
-}
 
 // ---------------------------------------------------------------------------------------------
 // nsys encodings.
@@ -380,6 +185,7 @@ class NsysReader {
 
  private:
   void read_strings() {
+    db_.require_columns("StringIds", {"id", "value"});
     Query q = db_.select("StringIds", {"id", "value"});
     while (q.next()) strings_.emplace(q.int64(0), std::string(q.text(1)));
   }
@@ -424,21 +230,27 @@ class NsysReader {
     return q.is_null(column) ? default_pid_ : pid_of(q.int64(column));
   }
 
-  // start/end in ns; nullopt for rows without a start. end < start (clipped captures) is clamped.
-  // A row outside the time domain (event.h: found by fuzz_nsys_rows, whose INT64_MIN..INT64_MAX
-  // rows overflowed the step analysis, and whose 0..2^62 kernels made a 146-year step) is corrupt:
-  // left out and counted by reason.
+  // start/end in ns, or nullopt for a row whose times cannot be used, counted by reason: no start
+  // or end, a time that is not an integer (text or a real where nsys writes integer ns: read as
+  // an integer it would become 0, and a step decades long), or outside the time domain (event.h:
+  // found by fuzz_nsys_rows, whose INT64_MIN..INT64_MAX rows overflowed the step analysis, and
+  // whose 0..2^62 kernels made a 146-year step). end < start (clipped captures) is clamped.
   std::optional<std::pair<int64_t, int64_t>> times(const Query& q, int start_col, int end_col) {
-    if (q.is_null(start_col)) return std::nullopt;
-    const int64_t start = q.int64(start_col);
-    const int64_t end = std::max(q.int64(end_col, start), start);
+    const std::optional<int64_t> start = q.maybe_int64(start_col);
+    const std::optional<int64_t> raw_end = q.maybe_int64(end_col);
+    if (!start || !raw_end) {
+      const bool missing = q.is_null(start_col) || q.is_null(end_col);
+      trace_.skip(missing ? "missing_time" : "time_not_an_integer");
+      return std::nullopt;
+    }
+    const int64_t end = std::max(*raw_end, *start);
     // nsys times count from the session's start: a negative one is as corrupt as one past 2^62.
-    const TimeDomainError err = start < 0 ? TimeDomainError::kTimestampOutOfRange : check_time_domain(start, end);
+    const TimeDomainError err = *start < 0 ? TimeDomainError::kTimestampOutOfRange : check_time_domain(*start, end);
     if (err != TimeDomainError::kNone) {
       trace_.skip(to_string(err));
       return std::nullopt;
     }
-    return std::make_pair(start, end);
+    return std::make_pair(*start, end);
   }
 
   void place_on_gpu(Event& e, const Query& q, int device_col, int stream_col, int corr_col, int pid_col) const {
@@ -455,6 +267,7 @@ class NsysReader {
     std::unordered_map<uint64_t, size_t> by_call;  // (tid, correlationId) -> index in rows
     for (const std::string_view table : {"CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_DRIVER"}) {
       if (!db_.has_table(table)) continue;
+      db_.require_columns(table, {"start", "end"}, {"nameId", "name"});
       Query q = db_.select(table, {"start", "end", "globalTid", "correlationId", "nameId", "name"});
       while (q.next()) {
         const auto t = times(q, 0, 1);
@@ -493,6 +306,7 @@ class NsysReader {
 
   void read_kernels() {
     if (!db_.has_table("CUPTI_ACTIVITY_KIND_KERNEL")) return;
+    db_.require_columns("CUPTI_ACTIVITY_KIND_KERNEL", {"start", "end"}, {"demangledName", "shortName", "mangledName"});
     Query q = db_.select("CUPTI_ACTIVITY_KIND_KERNEL", {"start", "end", "deviceId", "streamId", "correlationId",
                                                         "globalPid", "demangledName", "shortName", "mangledName"});
     while (q.next()) {
@@ -517,6 +331,7 @@ class NsysReader {
 
   void read_copies() {
     if (!db_.has_table("CUPTI_ACTIVITY_KIND_MEMCPY")) return;
+    db_.require_columns("CUPTI_ACTIVITY_KIND_MEMCPY", {"start", "end"});
     Query q = db_.select("CUPTI_ACTIVITY_KIND_MEMCPY", {"start", "end", "deviceId", "streamId", "correlationId",
                                                         "globalPid", "bytes", "copyKind", "srcKind", "dstKind"});
     std::string name;
@@ -545,6 +360,7 @@ class NsysReader {
 
   void read_memsets() {
     if (!db_.has_table("CUPTI_ACTIVITY_KIND_MEMSET")) return;
+    db_.require_columns("CUPTI_ACTIVITY_KIND_MEMSET", {"start", "end"});
     Query q = db_.select("CUPTI_ACTIVITY_KIND_MEMSET",
                          {"start", "end", "deviceId", "streamId", "correlationId", "globalPid", "bytes", "memKind"});
     std::string name;
@@ -566,6 +382,7 @@ class NsysReader {
   // timeline counts the wait once (the API call); syncType is kept as a hint only.
   void read_syncs() {
     if (!db_.has_table("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION")) return;
+    db_.require_columns("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", {"start", "end"});
     Query q = db_.select("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",
                          {"start", "end", "deviceId", "streamId", "correlationId", "globalPid", "syncType"});
     while (q.next()) {
@@ -580,16 +397,22 @@ class NsysReader {
 
   // NVTX push/pop (59) and start/end (60) ranges with both ends; marks, categories, thread names
   // and domain creations are not ranges. Without an eventType column, any row with an end is.
+  // A range row without a start, or with times that are no integers, is counted by times().
   void read_nvtx() {
     if (!db_.has_table("NVTX_EVENTS")) return;
+    db_.require_columns("NVTX_EVENTS", {"start", "end"}, {"text", "textId"});
     constexpr int64_t kPushPopRange = 59;
     constexpr int64_t kStartEndRange = 60;
     Query q = db_.select("NVTX_EVENTS", {"start", "end", "eventType", "text", "textId", "globalTid"});
     while (q.next()) {
-      if (q.is_null(0) || q.is_null(1)) continue;
+      if (q.is_null(1) && !q.is_null(0)) continue;  // a mark (an instant), not a range
       if (!q.is_null(2)) {
-        const int64_t type = q.int64(2);
-        if (type != kPushPopRange && type != kStartEndRange) continue;
+        const std::optional<int64_t> type = q.maybe_int64(2);
+        if (!type) {
+          trace_.skip("event_type_not_an_integer");
+          continue;
+        }
+        if (*type != kPushPopRange && *type != kStartEndRange) continue;
       }
       const auto t = times(q, 0, 1);
       if (!t) continue;
@@ -602,10 +425,15 @@ class NsysReader {
 
   void read_osrt() {
     if (!db_.has_table("OSRT_API")) return;
+    db_.require_columns("OSRT_API", {"start", "end", "nameId"});
     Query q = db_.select("OSRT_API", {"start", "end", "globalTid", "nameId"});
     std::string name;
     while (q.next()) {
       const std::string_view call = name_at(q, 3);
+      if (call.empty()) {
+        trace_.skip("osrt_call_without_name");  // cannot tell a wait from an ioctl
+        continue;
+      }
       if (!is_waiting_osrt_call(call)) continue;
       const auto t = times(q, 0, 1);
       if (!t) continue;

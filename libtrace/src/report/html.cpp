@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "stepwatch/core/stats.h"
+#include "stepwatch/report/finding_groups.h"
 
 namespace stepwatch {
 namespace {
@@ -193,7 +194,10 @@ void run_breakdown(std::ostream& o, const std::vector<StepView>& steps) {
     if (share <= 0) continue;
     o << "<div style=\"width:" << num(share, 3) << "%;background:" << kParts[k].color << "\" title=\""
       << kParts[k].label << ": " << ms_text(total[k]) << " ms (" << pct_text(share) << ")\">";
-    if (share >= 7) o << "<span>" << kParts[k].label << " " << num(share, 0) << "%</span>";
+    // A label only where it fits: about 1 % of the bar per character (12 px bold text, a bar of
+    // 950 px or more; narrower pages clip it, the tooltip and the table below still say it).
+    const std::string label = std::string(kParts[k].label) + " " + num(share, 0) + "%";
+    if (share >= 0.8 * double(label.size()) + 1.0) o << "<span>" << label << "</span>";
     o << "</div>";
   }
   o << "</div>\n";
@@ -323,23 +327,26 @@ void findings_section(std::ostream& o, const RankResult& r, const HtmlReportOpti
   }
   o << "</table>\n";
 
-  std::vector<const Finding*> rows;
-  for (const Finding& f : r.findings) rows.push_back(&f);
-  std::stable_sort(rows.begin(), rows.end(), [](const Finding* a, const Finding* b) {
-    return finite(a->cost_ms) > finite(b->cost_ms);
-  });
+  // A detector firing on a run of steps is one row (finding_groups.h), costliest first.
+  std::vector<FindingGroup> rows = group_findings(r);
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const FindingGroup& a, const FindingGroup& b) { return finite(a.cost_ms) > finite(b.cost_ms); });
   const size_t shown = std::min(rows.size(), opt.max_finding_rows);
   o << "<p class=\"note\">" << r.findings.size() << " finding" << (r.findings.size() == 1 ? "" : "s");
+  if (rows.size() < r.findings.size()) o << " in " << rows.size() << " runs of steps";
   if (shown < rows.size()) o << "; the " << shown << " costliest are listed";
-  o << ".</p>\n<table id=\"findings-rank-" << r.rank << "\" class=\"findings\"><tr><th>step</th><th>detector</th>"
-       "<th>severity</th><th>cost ms</th><th>of step</th><th>what happened</th><th>fix direction</th></tr>\n";
+  o << ".</p>\n<table id=\"findings-rank-" << r.rank << "\" class=\"findings\"><tr><th>steps</th><th>detector</th>"
+       "<th>severity</th><th>cost ms</th><th>of step</th><th>what happened (costliest step)</th><th>fix direction</th>"
+       "</tr>\n";
   for (size_t i = 0; i < shown; ++i) {
-    const Finding& f = *rows[i];
+    const FindingGroup& g = rows[i];
+    const Finding& f = *g.costliest;
     const auto [signature, fix] = split_fix(f.message);
-    o << "<tr class=\"" << severity_class(f.severity) << "\"><td>" << f.step << "</td><td class=\"det\">"
-      << esc(f.detector) << "</td><td><span class=\"sev\">" << to_string(f.severity) << "</span></td><td>"
-      << ms_text(f.cost_ms) << "</td><td>" << pct_text(f.cost_pct) << "</td><td>" << esc(signature)
-      << "</td><td class=\"fix\">" << esc(fix) << "</td></tr>\n";
+    o << "<tr class=\"" << severity_class(f.severity) << "\"><td>" << g.first_step;
+    if (g.fired > 1) o << "–" << g.last_step << " (" << g.fired << " of " << g.span_steps << ")";
+    o << "</td><td class=\"det\">" << esc(f.detector) << "</td><td><span class=\"sev\">" << to_string(f.severity)
+      << "</span></td><td>" << ms_text(g.cost_ms) << "</td><td>" << pct_text(g.fired > 1 ? g.max_pct : f.cost_pct)
+      << "</td><td>" << esc(signature) << "</td><td class=\"fix\">" << esc(fix) << "</td></tr>\n";
   }
   o << "</table>\n";
 }
@@ -550,6 +557,67 @@ void overview_section(std::ostream& o, const std::vector<RankResult>& ranks) {
   o << "</section>\n";
 }
 
+std::string ranks_text(const std::vector<int>& ranks) {
+  std::string s;
+  for (size_t i = 0; i < ranks.size(); ++i) s += (i ? ", " : "") + std::to_string(ranks[i]);
+  return s;
+}
+
+// The cross-rank verdict: which rank the others wait for, by how much and why.
+void merged_section(std::ostream& o, const MergedAnalysis& m, const HtmlReportOptions& opt) {
+  o << "<section class=\"merged\" id=\"merged\">\n<h2>Across ranks " << esc(ranks_text(m.ranks)) << "</h2>\n";
+  if (!m.findings.empty()) {
+    o << "<table class=\"findings\"><tr><th>from step</th><th>detector</th><th>severity</th><th>delay ms</th>"
+         "<th>of step</th><th>what happened</th><th>fix direction</th></tr>\n";
+    for (const Finding& f : m.findings) {
+      const auto [signature, fix] = split_fix(f.message);
+      o << "<tr class=\"" << severity_class(f.severity) << "\"><td>" << f.step << "</td><td class=\"det\">"
+        << esc(f.detector) << "</td><td><span class=\"sev\">" << to_string(f.severity) << "</span></td><td>"
+        << ms_text(f.cost_ms) << "</td><td>" << pct_text(f.cost_pct) << "</td><td>" << esc(signature)
+        << "</td><td class=\"fix\">" << esc(fix) << "</td></tr>\n";
+    }
+    o << "</table>\n";
+  } else {
+    o << "<p class=\"" << (m.steps.empty() ? "note" : "ok") << "\">"
+      << (m.steps.empty() ? "No cross-rank verdict (see the notes)." : "No late rank: the ranks reach their collectives together.")
+      << "</p>\n";
+  }
+  if (m.clocks.reference >= 0) {
+    const RankClock& ref = m.clocks.ranks[static_cast<size_t>(m.clocks.reference)];
+    o << "<h3>Clocks</h3>\n<p class=\"note\">Aligned on the ends of matched NCCL collectives; reference rank "
+      << ref.rank << ".</p>\n<table class=\"clocks\"><tr><th>rank</th><th>offset ms</th><th>collectives matched</th>"
+         "<th>ends within ms</th></tr>\n";
+    for (const RankClock& c : m.clocks.ranks) {
+      o << "<tr><td>" << c.rank << "</td>";
+      if (!c.aligned) {
+        o << "<td colspan=\"3\">" << esc(c.why_not) << "</td></tr>\n";
+        continue;
+      }
+      o << "<td>" << num(double(c.offset_ns) / 1e6, 3) << "</td><td>" << c.pairs.size() << " ("
+        << esc(to_string(c.method)) << ")</td><td>" << num(double(c.residual_ns) / 1e6, 3) << "</td></tr>\n";
+    }
+    o << "</table>\n";
+  }
+  for (const std::string& note : m.notes) o << "<p class=\"note\">note: " << esc(note) << "</p>\n";
+  if (!m.steps.empty()) {
+    const size_t shown = std::min(m.steps.size(), opt.max_finding_rows);
+    o << "<h3>Late ranks per step</h3>\n";
+    if (shown < m.steps.size()) o << "<p class=\"note\">The first " << shown << " of " << m.steps.size() << " steps.</p>\n";
+    o << "<table class=\"late\"><tr><th>step</th><th>collective</th><th>arrival spread ms</th><th>step ms</th>"
+         "<th>late rank(s)</th><th>delay ms</th><th>cause</th></tr>\n";
+    for (size_t i = 0; i < shown; ++i) {
+      const MergedStep& st = m.steps[i];
+      o << "<tr" << (st.late_ranks.empty() ? "" : " class=\"hot\"") << "><td>" << st.step << "</td><td>"
+        << esc(to_string(st.collective)) << "</td><td>" << num(double(st.spread_ns) / 1e6, 1) << "</td><td>"
+        << num(double(st.step_ns) / 1e6, 1) << "</td><td>" << (st.late_ranks.empty() ? "–" : esc(ranks_text(st.late_ranks)))
+        << "</td><td>" << (st.late_ranks.empty() ? "–" : num(double(st.delay_ns) / 1e6, 1)) << "</td><td>"
+        << (st.cause.empty() ? "–" : esc(st.cause)) << "</td></tr>\n";
+    }
+    o << "</table>\n";
+  }
+  o << "</section>\n";
+}
+
 constexpr const char* kStyle = R"css(
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#222;margin:0;background:#f6f7f9}
 main{max-width:1300px;margin:0 auto;padding:16px 24px 40px}
@@ -563,7 +631,7 @@ section{background:#fff;border:1px solid #dde;border-radius:6px;padding:4px 18px
 .hbar{display:flex;height:34px;border-radius:4px;overflow:hidden;background:#eee;margin:6px 0}
 .hbar div{display:flex;align-items:center;justify-content:center;overflow:hidden;white-space:nowrap}
 .hbar span{color:#fff;font-size:12px;font-weight:600;text-shadow:0 0 2px #000}
-td.mini{width:55%}td.mini .hbar{height:18px;margin:0}td.mini .parts{display:none}
+td.mini{width:55%}td.mini .hbar{height:18px;margin:0}td.mini .parts,td.mini .hbar span{display:none}
 .legend{display:flex;flex-wrap:wrap;gap:14px;margin:6px 0;font-size:13px}
 .legend i,.sw{display:inline-block;width:12px;height:12px;border-radius:2px;margin-right:5px;vertical-align:-1px}
 table{border-collapse:collapse;margin:6px 0;font-size:13px}
@@ -585,7 +653,8 @@ footer{color:#889;font-size:12px;margin-top:20px}
 
 }  // namespace
 
-void write_html_report(const std::vector<RankResult>& ranks, std::ostream& out, const HtmlReportOptions& opt) {
+void write_html_report(const std::vector<RankResult>& ranks, std::ostream& out, const HtmlReportOptions& opt,
+                       const MergedAnalysis* merged) {
   std::ostringstream o;  // one write at the end: a partial page never reaches the file on a throw
   o << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
        // No fetch of any kind: the page is one file that opens offline.
@@ -597,6 +666,7 @@ void write_html_report(const std::vector<RankResult>& ranks, std::ostream& out, 
        "(input, sync, launch, host, other).</p>\n";
   if (ranks.empty()) o << "<p class=\"empty\">No traces analyzed.</p>\n";
   if (ranks.size() > 1) overview_section(o, ranks);
+  if (merged != nullptr) merged_section(o, *merged, opt);
   for (const RankResult& r : ranks) rank_section(o, r, opt);
   o << "<footer>stepwatch " << STEPWATCH_VERSION << "</footer>\n</main>\n</body>\n</html>\n";
   out << o.str();

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "stepwatch/core/stats.h"
+#include "stepwatch/report/finding_groups.h"
 
 namespace stepwatch {
 namespace {
@@ -56,7 +57,8 @@ void write_text_report(const RankResult& r, std::ostream& out, const TextReportO
   out << "\nfindings:";
   if (r.findings.empty()) out << " none";
   out << '\n';
-  for (const Finding& f : r.findings) out << format_log_line(f) << '\n';
+  // A detector firing on a run of steps is one line (the JSONL keeps one record per step).
+  for (const FindingGroup& g : group_findings(r)) out << format_group_line(g) << '\n';
 
   const RunSummary& s = r.summary;
   out << "\nsummary (rank " << s.rank << "): " << s.steps << (s.steps == 1 ? " step" : " steps") << "; step time mean "

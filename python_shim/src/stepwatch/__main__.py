@@ -89,7 +89,8 @@ def run(args):
 
 def find_cli():
     """The C++ `stepwatch` executable, or None."""
-    candidates = []
+    # In the wheel (pip install .) the tool sits in the package itself.
+    candidates = [os.path.join(_lib._PACKAGE_DIR, "bin", "stepwatch")]
     lib = _lib.find_library()
     if lib:
         lib_dir = os.path.dirname(os.path.realpath(lib))
@@ -98,7 +99,16 @@ def find_cli():
     for c in candidates:
         if os.path.isfile(c) and os.access(c, os.X_OK):
             return os.path.normpath(c)
-    return shutil.which("stepwatch")
+    # On PATH, but never a `stepwatch` console script (this very launcher: it would call itself).
+    found = shutil.which("stepwatch")
+    if found:
+        try:
+            with open(found, "rb") as f:
+                if f.read(2) == b"#!":
+                    return None
+        except OSError:
+            return None
+    return found
 
 
 def delegate(args):

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "stepwatch/core/analysis.h"
+#include "stepwatch/ranks/rank_merge.h"
 
 namespace stepwatch {
 
@@ -23,7 +24,11 @@ struct HtmlReportOptions {
   size_t max_table_rows = 20;      // top kernels, blocking calls
 };
 
-// One section per rank, in the order given; an overview of all ranks first when there are several.
-void write_html_report(const std::vector<RankResult>& ranks, std::ostream& out, const HtmlReportOptions& options = {});
+// One section per rank, in the order given; an overview of all ranks first when there are several,
+// then (`merged` not null: several ranks analyzed together) the multi-rank verdict — the clock
+// offsets, the late ranks per step, and the late_rank findings with their cause — since this page
+// is what people share.
+void write_html_report(const std::vector<RankResult>& ranks, std::ostream& out, const HtmlReportOptions& options = {},
+                       const MergedAnalysis* merged = nullptr);
 
 }  // namespace stepwatch
