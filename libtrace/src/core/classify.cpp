@@ -1,6 +1,7 @@
 #include "stepwatch/core/classify.h"
 
 #include <array>
+#include <string>
 #include <utility>
 
 namespace stepwatch {
@@ -135,6 +136,31 @@ CollectiveType classify_collective(std::string_view kernel) {
   }};
   for (const auto& [p, type] : ops) {
     if (starts_with(op, p)) return type;
+  }
+  return CollectiveType::kOther;
+}
+
+CollectiveType classify_collective_op(std::string_view op) {
+  // PyTorch's operation names ("allreduce", "_allgather_base", "reduce_scatter_tensor", "all_to_all",
+  // "send", "recv") in any case, with or without underscores.
+  std::string norm;
+  for (char c : op) {
+    if (c == '_' || c == ' ') continue;
+    norm += c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
+  }
+  static constexpr std::array<std::pair<std::string_view, CollectiveType>, 9> ops = {{
+      {"allreduce", CollectiveType::kAllReduce},
+      {"allgather", CollectiveType::kAllGather},
+      {"reducescatter", CollectiveType::kReduceScatter},
+      {"alltoall", CollectiveType::kAllToAll},
+      {"broadcast", CollectiveType::kBroadcast},
+      {"sendrecv", CollectiveType::kSendRecv},
+      {"send", CollectiveType::kSendRecv},
+      {"recv", CollectiveType::kSendRecv},
+      {"reduce", CollectiveType::kReduce},
+  }};
+  for (const auto& [p, type] : ops) {
+    if (starts_with(norm, p)) return type;
   }
   return CollectiveType::kOther;
 }

@@ -240,7 +240,7 @@ void StepPipeline::judge(int64_t limit_ns, bool final, std::chrono::steady_clock
   }
   const std::span<Event> slice(retained_.data(), slice_size);
   // NCCL kernels learn their operation's size from NCCL's ranges before the analysis.
-  attach_nccl_ranges(slice);
+  attach_nccl_ranges(slice, &names_);
   const Timeline timeline(slice, names_, options_.analysis);
   if (!before_described_) {
     // Everything before the first step is still retained (nothing was judged yet).
@@ -446,7 +446,7 @@ void StepPipeline::judge_pseudo_step_and_evict(size_t drop) {
   if (w.end_ns > w.start_ns) {
     segmentation_.source = StepSource::kWholeTrace;
     const std::span<Event> all(retained_);
-    attach_nccl_ranges(all);
+    attach_nccl_ranges(all, &names_);
     const Timeline timeline(all, names_, options_.analysis);
     note_window_time(w, timeline);
     judge_window(w, timeline, all);

@@ -23,6 +23,7 @@ struct RankResult {
   std::vector<StepView> steps;
   std::vector<Finding> findings;
   RunSummary summary;
+  int64_t gpu_records = 0;  // kernels, copies and memsets in the trace (0: no GPU activity at all)
 };
 
 // Runs `detectors` over the trace. `trace.events` is sorted in place by start time; NCCL kernels

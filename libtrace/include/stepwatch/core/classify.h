@@ -23,6 +23,11 @@ std::string_view display_name(std::string_view name);
 // Returns kNone for anything that is not an NCCL kernel.
 CollectiveType classify_collective(std::string_view kernel_name);
 
+// An NCCL kernel's operation as PyTorch names it in the kernel's args ("Collective name":
+// "allreduce", "_allgather_base", "reduce_scatter_tensor", "all_to_all", "send"), for kernels whose
+// name tells nothing (RCCL's ncclDevKernel_Generic). kOther when unknown or empty.
+CollectiveType classify_collective_op(std::string_view op);
+
 // Kineto's copy names: "Memcpy HtoD (Pageable -> Device)", "Memcpy DtoH (Device -> Pinned)".
 struct CopyDescription {
   CopyKind kind = CopyKind::kUnknown;
