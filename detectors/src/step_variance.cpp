@@ -44,7 +44,6 @@ void StepVarianceDetector::on_step(const StepView& step, FindingSink& sink) {
     return;
   }
   if (cv < kMinCv) return;
-  established_ = true;
 
   const double mean_ns = durations_.mean();
   const double p50_ns = durations_.median();
@@ -89,12 +88,17 @@ void StepVarianceDetector::on_step(const StepView& step, FindingSink& sink) {
                 " of their excess): throttling or another process on the GPU";
   }
 
+  // The cost rule, as for every detector: a CV inflated by a few fast start-up steps costs nothing
+  // (the slower-than-median steps are barely slower) and is no finding.
+  const double cost_pct = window_ns > 0 ? 100.0 * double(cost_ns) / window_ns : 0.0;
+  if (cost_pct < thresholds_.min_pct || ms_of(cost_ns) < thresholds_.min_ms) return;
+  established_ = true;
   Finding f;
   f.detector = std::string(kId);
   f.rank = step.rank;
   f.step = step.step;
   f.cost_ms = ms_of(cost_ns);
-  f.cost_pct = window_ns > 0 ? 100.0 * double(cost_ns) / window_ns : 0.0;
+  f.cost_pct = cost_pct;
   f.severity = f.cost_pct >= thresholds_.critical_pct ? Severity::kCritical : Severity::kWarning;
   char cv_text[16];
   std::snprintf(cv_text, sizeof cv_text, "%.2f", cv);
@@ -115,6 +119,7 @@ void StepVarianceDetector::on_step(const StepView& step, FindingSink& sink) {
       .with("slow_busy_share_pct", round3(100.0 * busy_share))
       .with("slow_kernel_ratio", round3(kernel_ratio));
   f.established = true;
+  f.tax_share = TaxShare::kOverlapping;
   sink.emit(std::move(f));
 }
 

@@ -242,6 +242,7 @@ int run_analyze(const AnalyzeOptions& o) {
     std::vector<RankResult> merge_results;
     std::vector<RankCollectives> merge_collectives;
     std::optional<MergedAnalysis> merged;  // the HTML page shows the verdict too
+    size_t without_gpu = 0;
     for (size_t i = 0; i < outcomes.size(); ++i) {
       RankOutcome& outcome = outcomes[i];
       if (!outcome.error.empty()) {
@@ -249,6 +250,13 @@ int run_analyze(const AnalyzeOptions& o) {
         return 2;
       }
       const RankResult& result = *outcome.result;
+      if (result.gpu_records == 0 && !result.gpu_traced) {
+        // A table of zeros would read as an idle GPU: say what the trace lacks, once.
+        std::cerr << "stepwatch: " << files[i] << ": no GPU activity (no kernel, copy or memset): nothing to analyze; "
+                  << "record the GPU (torch.profiler activities=[ProfilerActivity.CUDA], nsys -t cuda)\n";
+        ++without_gpu;
+        continue;
+      }
       if (json_out) write_jsonl(result, *json_out);
       if (html_file.is_open()) html_ranks.push_back(result);
       if (text) {
@@ -261,7 +269,8 @@ int run_analyze(const AnalyzeOptions& o) {
         merge_results.push_back(std::move(*outcome.result));
       }
     }
-    if (merge) {
+    if (without_gpu == outcomes.size()) return kExitNoGpuActivity;
+    if (merge && merge_results.size() >= 2) {
       std::vector<const RankResult*> results;
       for (const RankResult& r : merge_results) results.push_back(&r);
       merged = merge_ranks(merge_collectives, results, config);

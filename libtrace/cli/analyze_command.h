@@ -24,8 +24,12 @@ struct AnalyzeOptions {
   double max_event_mb = 16;   // ImportLimits::max_record_bytes
 };
 
+// Exit statuses of `stepwatch analyze` (README "Offline analysis", the exit-status table).
+inline constexpr int kExitAnalyzed = 0;
+inline constexpr int kExitBadInput = 2;       // unreadable/malformed trace, bad option value, usage
+inline constexpr int kExitNoGpuActivity = 3;  // every input read fine but holds no GPU record at all
+
 void add_analyze_options(CLI::App& cmd, AnalyzeOptions& opts);
-// Exit codes: 0 analyzed, 2 bad input (unreadable/malformed trace, bad option value).
 int run_analyze(const AnalyzeOptions& opts);
 
 }  // namespace stepwatch::cli

@@ -36,6 +36,9 @@ struct MultiRankOptions {
   std::vector<int64_t> clock_offsets_ns;  // per rank, added to all its times (missing ranks: 0)
   NcclNaming nccl_naming = NcclNaming::kDevKernel;
   int64_t end_skew_ns = 4'000;  // rank r's collective ends r × this after rank 0's (not exactly simultaneous)
+  // Per rank, an extra DataLoader wait per step (ns; missing ranks: 0): several ranks late by
+  // different amounts, so that the less late ones wait inside the collective for the latest.
+  std::vector<int64_t> extra_data_wait_ns;
 };
 
 // One SyntheticRun per rank (trace.rank = r). Throws std::invalid_argument when the scenario has

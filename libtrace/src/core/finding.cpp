@@ -23,6 +23,23 @@ std::string format_log_line(const Finding& f) {
   return line;
 }
 
+void link_refinements(std::vector<Finding>& findings) {
+  for (Finding& umbrella : findings) {
+    if (umbrella.tax_share != TaxShare::kOwn) continue;
+    std::vector<std::string> refined_by;
+    for (const Finding& f : findings) {
+      if (f.tax_share == TaxShare::kRefinement && f.refines == umbrella.detector) refined_by.push_back(f.detector);
+    }
+    if (refined_by.empty()) continue;
+    std::string see = " (see ";
+    for (size_t i = 0; i < refined_by.size(); ++i) see += (i ? ", " : "") + refined_by[i];
+    see += ")";
+    const size_t fix_at = umbrella.message.find(". Fix: ");
+    umbrella.message.insert(fix_at == std::string::npos ? umbrella.message.size() : fix_at, see);
+    umbrella.with("refined_by", std::move(refined_by));
+  }
+}
+
 std::string format_ms(int64_t ns) {
   char buf[48];
   const double ms = double(ns) / 1e6;
