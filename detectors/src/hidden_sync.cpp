@@ -5,7 +5,8 @@
 // Cost: max(idle attributed to sync, GPU idle while the host was blocked).
 // The umbrella of sync_memcpy, pageable_memcpy, allocator_churn and checkpoint_stall: its message
 // follows the calls that cost the most GPU idle — frees point to the allocator, pageable copies to
-// pinned memory, synchronous copies to async ones, syncs to deferring metrics — and the pipeline
+// pinned memory, synchronous copies to async ones, syncs and small device-to-host read-backs
+// (`.item()`: a 4-byte copy to pageable memory) to deferring metrics — and the pipeline
 // adds the refinement that fired on the same step (link_refinements).
 #include "hidden_sync.h"
 
@@ -22,8 +23,19 @@ namespace {
 // What kind of blocking call drained the queue: each has its own fix.
 enum class Kind : uint8_t { kSync, kSyncCopy, kPageableCopy, kFree };
 
+// A device-to-host copy of at most this many bytes per call is the host reading a result back
+// (`.item()`, `.cpu()` of a metric, a scalar cudaMemcpy): it waits for the value, whatever the
+// memory kind — pinned memory would not help, deferring the read does.
+constexpr uint64_t kReadbackBytes = 64 * 1024;
+
+bool is_readback(const BlockingCallStat& c) {
+  return c.copy_kind == CopyKind::kDtoH && c.count > 0 && c.bytes > 0 &&
+         c.bytes / static_cast<uint64_t>(c.count) <= kReadbackBytes;
+}
+
 Kind kind_of(const BlockingCallStat& c) {
   if (c.api_class == ApiClass::kFree) return Kind::kFree;
+  if (is_readback(c)) return Kind::kSync;
   if (c.api_class == ApiClass::kMemcpySync || c.api_class == ApiClass::kMemsetSync) return Kind::kSyncCopy;
   if (c.api_class == ApiClass::kMemcpyAsync && c.host_memory == MemoryKind::kPageable) return Kind::kPageableCopy;
   return Kind::kSync;
@@ -31,7 +43,10 @@ Kind kind_of(const BlockingCallStat& c) {
 
 std::string describe_call(const BlockingCallStat& c) {
   std::string s = std::to_string(c.count) + "x " + c.name;
-  if (kind_of(c) == Kind::kPageableCopy) {
+  if (is_readback(c)) {
+    s += " (" + std::string(to_string(c.copy_kind)) + " read-back of " +
+         std::to_string(c.bytes / static_cast<uint64_t>(c.count)) + " B)";
+  } else if (kind_of(c) == Kind::kPageableCopy) {
     s += " (" + std::string(to_string(c.copy_kind)) + " with pageable memory)";
   } else if (c.api_class == ApiClass::kMemcpySync) {
     s += " (synchronous copy)";

@@ -80,7 +80,8 @@ void ThrottleDetector::on_step(const StepView& step, FindingSink& sink) {
     auto early = early_.find(k.name);
     const int64_t recent = it == baseline_.end() ? 0 : reference_of(it->second, kMinBaselineSteps);
     const int64_t first = early == early_.end() ? 0 : reference_of(early->second, kBaselineSteps);
-    const bool from_early = first > 0 && (recent <= 0 || first < recent);
+    // A tie is the same steps (a run with no more than 8 unthrottled steps): those are the early ones.
+    const bool from_early = first > 0 && (recent <= 0 || first <= recent);
     const int64_t reference = from_early ? first : recent;
     if (reference <= 0) continue;
     const int64_t mean = k.total_ns / k.count;
@@ -137,7 +138,7 @@ void ThrottleDetector::on_step(const StepView& step, FindingSink& sink) {
   std::sort(ratios.begin(), ratios.end());
   const double median_slowdown_pct = 100.0 * (ratios[ratios.size() / 2] - 1.0);
   f.message = std::to_string(slowed) + " of " + std::to_string(compared) + " heavy kernels ran >= 15% longer than " +
-              (2 * early_refs > slowed ? "their own early baseline (the run's first steps: a gradual slowdown)"
+              (2 * early_refs > slowed ? "their own early baseline (the run's first unthrottled steps)"
                                        : "their own recent baseline") +
               " at the same launch count (median " +
               format_pct(median_slowdown_pct) + " slower) with no new GPU idle: " + format_ms(extra_ns) +

@@ -58,7 +58,9 @@ TEST(Advice, TheSummaryCountsEachIdleIntervalOnce) {
     EXPECT_LE(s.tax_pct, 100.0 + 1e-9) << name;
     double own = 0;
     for (const auto& [id, t] : s.findings) {
-      if (t.tax_share == TaxShare::kRefinement) EXPECT_EQ(s.findings.count(t.refines), 1u) << id << " on " << name;
+      if (t.tax_share == TaxShare::kRefinement) {
+        EXPECT_EQ(s.findings.count(t.refines), 1u) << id << " on " << name;
+      }
       own += t.tax_share == TaxShare::kOwn ? t.cost_ms : 0.0;
     }
     EXPECT_LE(s.tax_ms, own + 1e-6) << name;
@@ -82,7 +84,9 @@ TEST(Advice, FixesFitThePlainCudaAndRocmPrograms) {
         for (const char* pytorch : {"torch", ".item()", "pin_memory", "PYTORCH_", "DataLoader"}) {
           EXPECT_FALSE(mentions(f, pytorch)) << name << ": " << f.message;
         }
-        if (rocm) EXPECT_FALSE(mentions(f, "nvidia-smi") || mentions(f, "CUDA graph")) << f.message;
+        if (rocm) {
+          EXPECT_FALSE(mentions(f, "nvidia-smi") || mentions(f, "CUDA graph")) << f.message;
+        }
       }
     }
   }
@@ -101,7 +105,12 @@ TEST(Advice, NoVersionedCallNamesInMessages) {
 // ---- item 6 -------------------------------------------------------------------------------------
 
 TEST(CollectiveNamingScenario, RcclGenericKernelsAreNamedFromPyTorchsNcclOps) {
-  synthetic::SyntheticRun run = synthetic::make_scenario("serialized_allreduce", {.steps = 4});
+  // The loop reads its loss back at the end of each step (.item()), so every step's kernels were
+  // launched inside the capture: the join needs each kernel's launch call in the data. (A GPU-bound
+  // loop without it runs kernels launched before the capture began, which no range can name.)
+  synthetic::WorkloadConfig c = synthetic::scenario_config("serialized_allreduce", {.steps = 4});
+  c.end_of_step_sync = true;
+  synthetic::SyntheticRun run = synthetic::generate(c);
   synthetic::to_rccl_generic(run);
   const AnalyzedRun a = analyzed(std::move(run));
   const auto found = a.findings("exposed_collective");

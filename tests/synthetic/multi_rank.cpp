@@ -68,7 +68,9 @@ std::vector<SyntheticRun> generate_ranks(const MultiRankOptions& o) {
     } else if (r == o.straggler_rank && o.straggler == StragglerKind::kInput) {
       c.data_wait_ns = static_cast<int64_t>(double(kInputStragglerWaitNs) * o.magnitude);
     }
-    if (static_cast<size_t>(r) < o.extra_data_wait_ns.size()) c.data_wait_ns += o.extra_data_wait_ns[static_cast<size_t>(r)];
+    if (static_cast<size_t>(r) < o.kernel_scale.size()) {
+      c.kernel_ns = static_cast<int64_t>(double(c.kernel_ns) * o.kernel_scale[static_cast<size_t>(r)]);
+    }
     configs.push_back(std::move(c));
   }
 

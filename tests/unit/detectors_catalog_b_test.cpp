@@ -173,6 +173,28 @@ TEST(StepVariance, RespectsTheCostRule) {
   EXPECT_EQ(s.findings().size(), 1u);
 }
 
+TEST(StepVariance, AStartUpRampIsLeftOutButOneOffStepIsNot) {
+  {  // slow start-up steps settling toward the level: no finding
+    Sequence s("step_variance");
+    s.step(40).step(200).step(120).step(70);
+    for (int i = 0; i < 8; ++i) s.step(45);
+    EXPECT_TRUE(s.findings().empty()) << s.findings()[0].message;
+  }
+  {  // one slow step first (not a ramp): the jitter after it fires, counting it
+    Sequence s("step_variance");
+    s.step(40).step(70).step(45).step(45).step(90).step(45);
+    ASSERT_EQ(s.findings().size(), 1u);
+    EXPECT_EQ(evidence<int64_t>(s.findings()[0], "steps"), 5);
+  }
+  {  // a ramp, then a loop that alternates: still step_variance, over the steps after the ramp
+    Sequence s("step_variance");
+    s.step(40).step(5).step(10).step(20);
+    for (int i = 0; i < 6; ++i) s.step(i % 2 == 0 ? 45 : 90);
+    ASSERT_EQ(s.findings().size(), 1u);
+    EXPECT_EQ(evidence<double>(s.findings()[0], "min_ms"), 45.0);
+  }
+}
+
 TEST(StepVariance, SilentBelowCv02) {
   Sequence s("step_variance");
   s.step(30);

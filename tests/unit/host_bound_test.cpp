@@ -5,6 +5,7 @@
 #include <string>
 
 #include "detector_test_support.h"
+#include "stepwatch/core/run_summary.h"
 
 namespace stepwatch {
 namespace {
@@ -121,6 +122,34 @@ TEST(Refinements, TheUmbrellaPointsToTheRefinementOfItsStep) {
   ASSERT_EQ(step[0].evidence.size(), 1u);
   EXPECT_EQ(step[0].evidence[0].first, "refined_by");
   EXPECT_EQ(step[2].message, "GPU idle. Fix: workers.");
+}
+
+TEST(Refinements, ARefinementWithoutItsUmbrellaCountsAsTheStepsOwn) {
+  // A synchronous copy that kept the copy engine busy: sync_memcpy fires, hidden_sync (no idle) not.
+  Finding refinement;
+  refinement.detector = "sync_memcpy";
+  refinement.cost_ms = 6.0;
+  refinement.tax_share = TaxShare::kRefinement;
+  refinement.refines = "hidden_sync";
+  std::vector<Finding> step = {refinement};
+  link_refinements(step);
+  EXPECT_EQ(step[0].tax_share, TaxShare::kOwn);
+  // With its umbrella it stays nested.
+  Finding umbrella;
+  umbrella.detector = "hidden_sync";
+  umbrella.cost_ms = 8.0;
+  std::vector<Finding> both = {umbrella, refinement};
+  link_refinements(both);
+  EXPECT_EQ(both[1].tax_share, TaxShare::kRefinement);
+  // The run's totals: the detector that stood alone on a step is its own, and so is its tax.
+  RunSummaryBuilder b(0);
+  StepView v;
+  v.end_ns = 40'000'000;
+  b.add_step(v, StepStatus::kJudged, step);
+  b.add_step(v, StepStatus::kJudged, both);
+  const RunSummary s = b.build();
+  EXPECT_EQ(s.findings.at("sync_memcpy").tax_share, TaxShare::kOwn);
+  EXPECT_DOUBLE_EQ(s.tax_ms, 6.0 + 8.0);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "stepwatch/core/finding.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -24,6 +25,16 @@ std::string format_log_line(const Finding& f) {
 }
 
 void link_refinements(std::vector<Finding>& findings) {
+  // A refinement whose umbrella did not fire on this step claims a part of the step nothing else
+  // claims (a synchronous copy that kept the copy engine busy left no idle for hidden_sync): its
+  // cost is the step's own.
+  for (Finding& f : findings) {
+    if (f.tax_share != TaxShare::kRefinement) continue;
+    const bool umbrella = std::any_of(findings.begin(), findings.end(), [&](const Finding& u) {
+      return u.tax_share == TaxShare::kOwn && u.detector == f.refines;
+    });
+    if (!umbrella) f.tax_share = TaxShare::kOwn;
+  }
   for (Finding& umbrella : findings) {
     if (umbrella.tax_share != TaxShare::kOwn) continue;
     std::vector<std::string> refined_by;

@@ -46,8 +46,10 @@ void RunSummaryBuilder::add_run_finding(const Finding& f) {
   DetectorTotal& t = findings_[f.detector];
   ++t.steps;
   t.cost_ms += f.cost_ms;
-  t.tax_share = f.tax_share;
-  t.refines = f.refines;
+  // A detector that stood on its own on any step (a refinement without its umbrella) is reported
+  // as its own, not nested under an umbrella that may never have fired.
+  if (t.steps == 1 || f.tax_share == TaxShare::kOwn) t.tax_share = f.tax_share;
+  if (!f.refines.empty()) t.refines = f.refines;
 }
 
 RunSummary RunSummaryBuilder::build() const {

@@ -49,7 +49,8 @@ std::string format_log_line(const Finding& finding);
 
 // One step's findings, in order: each umbrella that a refinement of the same step refines names it
 // (evidence `refined_by`, and "see <id>" before the message's fix), so the general message points to
-// the specific one.
+// the specific one. A refinement whose umbrella is not among them becomes kOwn: nothing else
+// counts its cost.
 void link_refinements(std::vector<Finding>& step_findings);
 
 }  // namespace stepwatch
