@@ -142,6 +142,9 @@ void write_skipped_line(const std::map<std::string, uint64_t, std::less<>>& skip
 }  // namespace
 
 void add_analyze_options(CLI::App& cmd, AnalyzeOptions& o) {
+  cmd.footer("Exit status: 0 analyzed (findings or not); 2 bad input (unreadable or malformed trace, bad option); "
+             "3 no GPU activity (every input read fine but none holds a kernel, copy or memset: a CPU-only "
+             "profiler trace).");
   cmd.add_option("inputs", o.inputs, "Trace files (Kineto .json, .json.gz; nsys SQLite exports .sqlite) or directories of "
                  "them (one rank per file); - reads one trace from standard input (FIFOs and /dev/stdin work too)")
       ->required();
