@@ -71,4 +71,13 @@ std::string pcie(const ProgramStack& s) {
          "settings";
 }
 
+std::string mark_steps(const ProgramStack& s) {
+  if (s.pytorch()) {
+    return "torch.profiler with a schedule (ProfilerStep#N), an NVTX range named 'step', or stepwatch.step()";
+  }
+  if (s.rocm) return "a range named 'step' around each iteration (roctxRangePushA(\"step\") / roctxRangePop)";
+  return "an NVTX range named 'step' around each iteration (nvtxRangePushA(\"step\") / nvtxRangePop), or "
+         "stepwatch_step_begin / stepwatch_step_end from the C API";
+}
+
 }  // namespace stepwatch::fix

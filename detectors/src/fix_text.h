@@ -26,5 +26,7 @@ std::string allocator(const ProgramStack& s);
 std::string clocks(const ProgramStack& s);
 // The host-device link (NUMA, PCIe).
 std::string pcie(const ProgramStack& s);
+// Step marks for data that has none.
+std::string mark_steps(const ProgramStack& s);
 
 }  // namespace stepwatch::fix

@@ -6,10 +6,13 @@
 // throttle against the best early baseline.
 #include <gtest/gtest.h>
 
+#include <sstream>
 #include <string>
 
 #include "evidence_support.h"
 #include "scenario_support.h"
+#include "stepwatch/export/kineto_writer.h"
+#include "stepwatch/import/kineto_importer.h"
 #include "synthetic/accuracy_runs.h"
 #include "synthetic/transforms_c.h"
 
@@ -75,7 +78,8 @@ TEST(Advice, TheSummaryCountsEachIdleIntervalOnce) {
 TEST(Advice, FixesFitThePlainCudaAndRocmPrograms) {
   for (bool rocm : {false, true}) {
     SCOPED_TRACE(rocm ? "rocm" : "cuda");
-    for (const char* name : {"item_sync", "allocator_churn", "launch_bound", "sync_copy"}) {
+    // (+no_marks: no_step_marks' own fix, how to mark steps, fits the program too.)
+    for (const char* name : {"item_sync", "allocator_churn", "launch_bound", "sync_copy", "item_sync+no_marks"}) {
       synthetic::SyntheticRun run = synthetic::make_scenario(name, {.steps = 4});
       synthetic::to_plain_program(run, rocm);
       const AnalyzedRun a = analyzed(std::move(run));
@@ -87,6 +91,11 @@ TEST(Advice, FixesFitThePlainCudaAndRocmPrograms) {
         if (rocm) {
           EXPECT_FALSE(mentions(f, "nvidia-smi") || mentions(f, "CUDA graph")) << f.message;
         }
+      }
+      if (std::string_view(name).ends_with("+no_marks")) {
+        const auto marks = a.findings("no_step_marks");
+        ASSERT_EQ(marks.size(), 1u) << describe_findings(a.result);
+        EXPECT_TRUE(mentions(marks[0], rocm ? "roctxRangePushA" : "nvtxRangePushA")) << marks[0].message;
       }
     }
   }
@@ -118,6 +127,38 @@ TEST(CollectiveNamingScenario, RcclGenericKernelsAreNamedFromPyTorchsNcclOps) {
   for (const Finding& f : found) {
     EXPECT_EQ(evidence<std::vector<std::string>>(f, "collectives"), std::vector<std::string>{"AllReduce"}) << f.message;
     EXPECT_FALSE(mentions(f, "Other")) << f.message;
+  }
+}
+
+// The same RCCL run through a Kineto trace file: the importer keeps the op ranges and the
+// correlations, and the pipeline's range join names the kernels from them.
+TEST(CollectiveNamingScenario, AKinetoTraceOfTheRcclRunNamesItsCollectivesToo) {
+  synthetic::WorkloadConfig c = synthetic::scenario_config("serialized_allreduce", {.steps = 4});
+  c.end_of_step_sync = true;
+  synthetic::SyntheticRun run = synthetic::generate(c);
+  synthetic::to_rccl_generic(run);
+  std::ostringstream json;
+  write_kineto_json(run.trace, json);
+  const Trace back = import_kineto_json(json.str(), "rccl.json");
+  const RankResult r = analyze(back);
+  size_t found = 0;
+  for (const Finding& f : r.findings) {
+    if (f.detector != "exposed_collective") continue;
+    ++found;
+    EXPECT_EQ(evidence<std::vector<std::string>>(f, "collectives"), std::vector<std::string>{"AllReduce"}) << f.message;
+  }
+  EXPECT_GT(found, 0u) << describe_findings(r);
+  // Without the op ranges nothing names them: Other, as before (the join is what names them).
+  synthetic::SyntheticRun bare = synthetic::generate(c);
+  synthetic::to_rccl_generic(bare);
+  std::erase_if(bare.trace.events, [&](const Event& e) {
+    return e.kind == EventKind::kRange && bare.trace.names.view(e.name) == "nccl:all_reduce";
+  });
+  const RankResult unnamed = analyze(bare.trace);
+  for (const Finding& f : unnamed.findings) {
+    if (f.detector == "exposed_collective") {
+      EXPECT_EQ(evidence<std::vector<std::string>>(f, "collectives"), std::vector<std::string>{"Other"});
+    }
   }
 }
 
