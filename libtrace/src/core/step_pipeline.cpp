@@ -253,7 +253,7 @@ void StepPipeline::judge(int64_t limit_ns, bool final, std::chrono::steady_clock
       summary_.add_skipped(windows.size() - i);
       break;
     }
-    if (is_empty_window(windows[i], timeline)) {
+    if (final && i + 1 == windows.size() && is_closing_empty_step(windows[i], timeline)) {
       ++dropped_windows_;
       continue;
     }
@@ -323,10 +323,13 @@ void StepPipeline::judge_window(StepWindow w, const Timeline& timeline, std::spa
 
 // ---- the time outside the steps ------------------------------------------------------------------
 
-// A window that holds no GPU record and no CUDA call and is shorter than half the recent steps is
-// not a step: the profiler's closing ProfilerStep (49 µs, no kernel) after the last real one.
-bool StepPipeline::is_empty_window(const StepWindow& w, const Timeline& tl) const {
-  if (recent_step_ns_.empty()) return false;
+// The data's last window, a step range holding no GPU record and no CUDA call and shorter than
+// half the recent steps, is not a step: the profiler's closing ProfilerStep (49 µs, no kernel)
+// after the last real one. Never a step the program marked itself (C API), and never in time
+// without GPU tracing (there, no record says nothing).
+bool StepPipeline::is_closing_empty_step(const StepWindow& w, const Timeline& tl) const {
+  if (recent_step_ns_.empty() || w.source != StepSource::kRange) return false;
+  if (status_of(w) == StepStatus::kUntraced) return false;
   std::vector<int64_t> recent = recent_step_ns_;
   std::nth_element(recent.begin(), recent.begin() + static_cast<std::ptrdiff_t>(recent.size() / 2), recent.end());
   if (2 * (w.end_ns - w.start_ns) >= recent[recent.size() / 2]) return false;

@@ -102,7 +102,7 @@ class StepPipeline {
   void judge(int64_t limit_ns, bool final,
              std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
   void judge_window(StepWindow w, const Timeline& timeline, std::span<const Event> slice);
-  bool is_empty_window(const StepWindow& w, const Timeline& timeline) const;
+  bool is_closing_empty_step(const StepWindow& w, const Timeline& timeline) const;
   StepStatus first_step_status(const StepWindow& w, const Timeline& timeline, StepStatus status);
   void note_window_time(const StepWindow& w, const Timeline& timeline);
   void describe_after_last(const Timeline* timeline);
