@@ -149,6 +149,7 @@ TEST(Refinements, ARefinementWithoutItsUmbrellaCountsAsTheStepsOwn) {
   b.add_step(v, StepStatus::kJudged, both);
   const RunSummary s = b.build();
   EXPECT_EQ(s.findings.at("sync_memcpy").tax_share, TaxShare::kOwn);
+  EXPECT_TRUE(s.findings.at("sync_memcpy").refines.empty());  // not nested under an umbrella
   EXPECT_DOUBLE_EQ(s.tax_ms, 6.0 + 8.0);
 }
 

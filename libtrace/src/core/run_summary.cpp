@@ -49,7 +49,7 @@ void RunSummaryBuilder::add_run_finding(const Finding& f) {
   // A detector that stood on its own on any step (a refinement without its umbrella) is reported
   // as its own, not nested under an umbrella that may never have fired.
   if (t.steps == 1 || f.tax_share == TaxShare::kOwn) t.tax_share = f.tax_share;
-  if (!f.refines.empty()) t.refines = f.refines;
+  t.refines = t.tax_share == TaxShare::kRefinement ? f.refines : std::string();
 }
 
 RunSummary RunSummaryBuilder::build() const {

@@ -26,7 +26,7 @@ struct DetectorTotal {
   int steps = 0;  // findings (steps affected; run findings count once)
   double cost_ms = 0;
   TaxShare tax_share = TaxShare::kOwn;  // how its cost enters tax_ms
-  std::string refines;                  // a refinement's umbrella: reports nest it there
+  std::string refines;                  // a refinement's umbrella (kRefinement only): reports nest it there
 };
 
 // Where the whole trace's time went (the steps are only part of a capture): before the first
