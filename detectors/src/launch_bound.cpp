@@ -12,12 +12,14 @@
 // calls the former "host"), and fusion or graphs remove both. A longer gap is host work of its own
 // (host_bound) or one slow launch (lazy module loading), not per-kernel overhead.
 // Judged when >= a quarter of the kernels started promptly, launch calls take >= 5% of the step, and the
-// cost is >= half of the step's idle time; then the common rule.
+// cost is >= half of the step's idle time (detail::launch_lag_evident); then the common rule.
+// Without that evidence the short gaps' host part is host_bound's (dispatch_gaps.h).
 #include "launch_bound.h"
 
 #include <cstdio>
 
 #include "detector_util.h"
+#include "dispatch_gaps.h"
 #include "fix_text.h"
 
 namespace stepwatch {
@@ -40,22 +42,13 @@ LaunchBoundDetector::LaunchBoundDetector(const AnalysisConfig& config)
     : thresholds_(config.thresholds_for(std::string(kId))) {}
 
 void LaunchBoundDetector::on_step(const StepView& step, FindingSink& sink) {
-  if (step.launched_kernels < kMinLaunchedKernels) return;
+  const detail::DispatchGaps gaps = detail::dispatch_gaps(step);
+  if (!detail::launch_lag_evident(step, gaps)) return;
   const double prompt_share = double(step.prompt_kernels) / double(step.launched_kernels);
-  if (prompt_share < kMinPromptShare) return;
-  if (double(step.launch_api_ns) < kMinLaunchApiShare * double(step.duration_ns())) return;
-
-  int64_t launch_idle_ns = 0;
-  int64_t dispatch_host_ns = 0;
-  int64_t dispatch_gaps = 0;
-  for (const GapRecord& g : step.gaps) {
-    if (g.rule != GapRule::kHostActivity || g.end_ns - g.start_ns > StepView::kDispatchGapNs) continue;
-    launch_idle_ns += g.parts[IdleCause::kLaunch];
-    dispatch_host_ns += g.parts[IdleCause::kHost];
-    ++dispatch_gaps;
-  }
+  const int64_t launch_idle_ns = gaps.launch_ns;
+  const int64_t dispatch_host_ns = gaps.host_ns;
+  const int64_t dispatch_gaps = gaps.gaps;
   const int64_t cost_ns = launch_idle_ns + dispatch_host_ns;
-  if (double(cost_ns) < kMinShareOfIdle * double(step.idle.total())) return;
   Finding f;
   if (!judge_cost(kId, step, cost_ns, thresholds_, f)) return;
 

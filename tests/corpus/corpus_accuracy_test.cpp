@@ -40,7 +40,9 @@ std::vector<const Finding*> of(const RankResult& r, std::string_view detector) {
 
 bool says(const Finding& f, std::string_view text) { return f.message.find(text) != std::string::npos; }
 
-// Item 1: host-bound DDP, GPU busy ~22%, the host in its own CPU work between the kernels.
+// Item 1: host-bound DDP, GPU busy ~22%, 74% of each step host idle: the host in its own CPU work
+// between the kernels, in long gaps and in hundreds of short ones (not launch overhead: launch
+// calls are ~4% of the step).
 TEST(CorpusAccuracy, NcclParserConfigIsHostBoundOnEveryStep) {
   STEPWATCH_REQUIRE_CORPUS();
   const RankResult r = kineto("hta-nccl_parser_config/nccl_data.json.gz");
@@ -48,7 +50,11 @@ TEST(CorpusAccuracy, NcclParserConfigIsHostBoundOnEveryStep) {
   const auto found = of(r, "host_bound");
   ASSERT_EQ(found.size(), 3u);
   for (const Finding* f : found) {
-    EXPECT_GE(f->cost_pct, 20.0) << f->message;
+    EXPECT_GE(f->cost_pct, 65.0) << f->message;
+    EXPECT_GT(std::get<double>(std::find_if(f->evidence.begin(), f->evidence.end(), [](const auto& e) {
+                                 return e.first == "short_gap_host_ms";
+                               })->second),
+              50.0);
     EXPECT_TRUE(says(*f, "aten::")) << "names the host's ops: " << f->message;
     EXPECT_TRUE(says(*f, "torch.compile")) << f->message;
   }

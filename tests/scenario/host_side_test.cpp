@@ -51,6 +51,25 @@ TEST(HostBoundScenario, SilentBelowTheCommonRuleAndOnEveryOtherScenario) {
   }
 }
 
+// CPU work chopped into pieces between kernels: 400 µs of Python before each 80 µs kernel, the
+// launch call itself 6 µs (1.5% of the step). No launch-lag evidence: the short gaps are host work
+// (host_bound), not per-op dispatch (launch_bound).
+TEST(HostBoundScenario, CpuWorkBetweenEveryKernelIsHostBoundNotLaunchBound) {
+  synthetic::WorkloadConfig c = synthetic::scenario_config("gpu_bound", {.steps = kSteps});
+  c.kernel_ns = 80'000;
+  c.host_gap_ns = 400'000;
+  AnalyzedRun a{synthetic::generate(c), {}};
+  a.result = analyze(a.run.trace);
+  const auto found = a.findings("host_bound");
+  EXPECT_GE(found.size(), static_cast<size_t>(kSteps - 1)) << describe_findings(a.result);
+  for (const Finding& f : found) {
+    const int64_t truth = truth_of(a, f.step).launch_idle_ns;  // the GPU idle while the host issued work
+    EXPECT_NEAR(f.cost_ms, double(truth) / 1e6, 0.10 * double(truth) / 1e6) << f.message;
+    EXPECT_GT(evidence<double>(f, "short_gap_host_ms"), 0.9 * f.cost_ms) << f.message;
+  }
+  expect_silent(a, "launch_bound");
+}
+
 TEST(LaunchBoundScenario, JudgesTheLaunchLagOfACompiledModel) {
   const AnalyzedRun a = analyze_scenario("compiled_launch_bound", {.steps = kSteps});
   const auto found = a.findings("launch_bound");

@@ -47,8 +47,11 @@ bool contains(const std::string& s, std::string_view part) { return s.find(part)
 
 TEST(HostBound, CostIsTheHostPartOfLongGapsAndTheMessageNamesTheActivity) {
   StepView v = host_bound_step();
-  // 300 dispatch gaps of 100 µs are launch_bound's, not this detector's.
+  // 300 dispatch gaps of 100 µs between kernels that start right after their launch, launch calls
+  // 9% of the step: per-op launch overhead (launch_bound's domain), not this detector's.
   for (int i = 0; i < 300; ++i) v.gaps.push_back(gap(110'000'000 + i * 120'000, 100'000, IdleCause::kHost));
+  v.launched_kernels = v.prompt_kernels = 300;
+  v.launch_api_ns = 20'000'000;
   const auto f = judge(v);
   ASSERT_EQ(f.size(), 1u);
   EXPECT_DOUBLE_EQ(f[0].cost_ms, 160.0);
@@ -72,11 +75,43 @@ TEST(HostBound, PlainCudaProgramsGetAFixWithoutPyTorch) {
   EXPECT_TRUE(contains(f[0].message, "overlap the CPU work with GPU work")) << f[0].message;
 }
 
+// 1000 kernels, each after a short host gap of `host_us` µs (a 40 ms step): launch calls taking
+// `launch_api_ms` in all, every kernel starting right after its launch.
+StepView short_gap_step(int64_t host_us, int64_t launch_api_ms) {
+  StepView v;
+  v.end_ns = 40'000'000;
+  for (int i = 0; i < 1000; ++i) v.gaps.push_back(gap(i * 40'000, host_us * 1'000, IdleCause::kHost));
+  v.idle[IdleCause::kHost] = 1000 * host_us * 1'000;
+  v.busy_ns = v.compute_ns = v.end_ns - v.idle.total();
+  v.kernels = v.launches = v.launched_kernels = v.prompt_kernels = 1000;
+  v.launch_api_ns = launch_api_ms * 1'000'000;
+  v.dispatch_activity = {{"aten::view", 12'000'000}, {"", 8'000'000}};
+  return v;
+}
+
+TEST(HostBound, ShortGapsWithoutLaunchLagEvidenceAreHostWork) {
+  // Launch calls 2% of the step: the host is not dispatching, it is doing CPU work between kernels
+  // (DDP's unflatten: many small CPU ops each launching a tiny copy). launch_bound stays silent.
+  const StepView v = short_gap_step(20, 1);
+  const auto f = judge(v);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_DOUBLE_EQ(f[0].cost_ms, 20.0);
+  EXPECT_TRUE(contains(f[0].message, "in 1000 short gaps between kernels (20.0 ms)")) << f[0].message;
+  EXPECT_TRUE(contains(f[0].message, "aten::view 12.0 ms")) << f[0].message;
+  auto launch = make("launch_bound");
+  FindingCollector sink;
+  launch->on_step(v, sink);
+  EXPECT_TRUE(sink.findings.empty());
+}
+
 TEST(HostBound, SilentOnDispatchGapsSyncsInputAndAFedGpu) {
-  StepView dispatch;
-  dispatch.end_ns = 40'000'000;
-  for (int i = 0; i < 1000; ++i) dispatch.gaps.push_back(gap(i * 40'000, 20'000, IdleCause::kHost));
+  // The same gaps with launch calls 15% of the step: per-op dispatch, launch_bound's alone.
+  const StepView dispatch = short_gap_step(20, 6);
   EXPECT_TRUE(judge(dispatch).empty());
+  auto launch = make("launch_bound");
+  FindingCollector sink;
+  launch->on_step(dispatch, sink);
+  EXPECT_EQ(sink.findings.size(), 1u);
 
   StepView drained = host_bound_step();
   for (GapRecord& g : drained.gaps) {
