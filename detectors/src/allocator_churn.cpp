@@ -13,6 +13,7 @@
 
 #include "copy_evidence.h"
 #include "detector_util.h"
+#include "fix_text.h"
 
 namespace stepwatch {
 
@@ -37,10 +38,10 @@ void AllocatorChurnDetector::on_step(const StepView& step, FindingSink& sink) {
   }
   f.message = "GPU idle " + format_ms(cost_ns) + " (" + format_pct(f.cost_pct) + " of " +
               format_ms(step.duration_ns()) + ") while the host was in " + std::to_string(a.calls) +
-              " cudaMalloc/cudaFree-class calls mid-step (" + format_ms(a.host_ns) + " in all, slowest " +
+              " " + fix::api(step.stack) + "Malloc/" + fix::api(step.stack) + "Free-class calls mid-step (" +
+              format_ms(a.host_ns) + " in all, slowest " +
               a.slowest_call + " " + format_ms(a.max_call_ns) + (stall ? ": an allocation stall" : "") + driver +
-              "): the caching allocator is missing. Fix: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, "
-              "preallocate/reuse buffers, pad or bucket shapes to remove shape variance.";
+              "): the caching allocator is missing. Fix: " + fix::allocator(step.stack) + ".";
   f.with("alloc_idle_ms", ms3_of(cost_ns))
       .with("calls", static_cast<int64_t>(a.calls))
       .with("host_ms", ms3_of(a.host_ns))
@@ -48,6 +49,8 @@ void AllocatorChurnDetector::on_step(const StepView& step, FindingSink& sink) {
       .with("slowest_call_ms", ms3_of(a.max_call_ns))
       .with("driver_events", static_cast<int64_t>(a.driver_events))
       .with("bytes", static_cast<int64_t>(a.bytes));
+  f.tax_share = TaxShare::kRefinement;
+  f.refines = "hidden_sync";
   sink.emit(std::move(f));
 }
 

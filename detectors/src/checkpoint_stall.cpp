@@ -81,6 +81,8 @@ void CheckpointStallDetector::on_step(const StepView& step, FindingSink& sink) {
       .with("copy_only_ms", ms3_of(step.copy_only_ns))
       .with("occurrences", static_cast<int64_t>(v.occurrences));
   f.established = true;
+  f.tax_share = TaxShare::kRefinement;
+  f.refines = "hidden_sync";
   sink.emit(std::move(f));
 }
 

@@ -74,6 +74,7 @@ void DataLossDetector::report(int rank, int64_t step, const LossSnapshot& now, F
   for (const auto& [reason, n] : now.records) f.with(reason, static_cast<int64_t>(n));
   for (const auto& [reason, n] : now.buffers) f.with(reason, static_cast<int64_t>(n));
   reported_ = now;
+  f.tax_share = TaxShare::kOverlapping;
   sink.emit(std::move(f));
 }
 

@@ -46,6 +46,8 @@ void EpochBoundaryStallDetector::on_step(const StepView& step, FindingSink& sink
       .with("tax_pct", round3(tax_pct))
       .with("occurrences", static_cast<int64_t>(v.occurrences));
   f.established = true;
+  f.tax_share = TaxShare::kRefinement;
+  f.refines = "input_starvation";
   sink.emit(std::move(f));
 }
 

@@ -54,6 +54,8 @@ void GcPauseDetector::on_step(const StepView& step, FindingSink& sink) {
       .with("stall_steps", earlier + 1)
       .with("recent_steps", recent + 1);
   f.established = true;
+  f.tax_share = TaxShare::kRefinement;
+  f.refines = "host_bound";
   sink.emit(std::move(f));
 }
 

@@ -77,6 +77,7 @@ void IndividualScoreDetector::on_step(const StepView& step, FindingSink& sink) {
       .with("current_ms", ms3_of(s.current_ns));
   if (time) f.with("step_time_score", round3(time->score));
   if (wait) f.with("collective_wait_score", round3(wait->score));
+  f.tax_share = TaxShare::kOverlapping;
   sink.emit(std::move(f));
 }
 

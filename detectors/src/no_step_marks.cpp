@@ -3,23 +3,44 @@
 // (`Optimizer.step#<Class>.step`), else from the period of the GPU launch sequence. The finding
 // (info) says how, with the number of inferred steps and their median time, once, when the data
 // ends. When no period is found the data is one whole-trace pseudo-step; the finding says so at
-// that step. Either way the fix is to mark steps.
+// that step. Either way the fix is to mark steps, the program's way (PyTorch's, or NVTX / the C API).
 #include "no_step_marks.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "detector_util.h"
+#include "fix_text.h"
 
 namespace stepwatch {
 namespace {
 
-constexpr std::string_view kFix =
-    "Fix: mark steps — torch.profiler with a schedule (ProfilerStep#N), an NVTX range named 'step', or "
-    "stepwatch.step().";
+// The fix fits the program: PyTorch's ways to mark steps, or the runtime's.
+std::string fix_text(const ProgramStack& stack) { return "Fix: mark steps — " + fix::mark_steps(stack) + "."; }
 
 }  // namespace
 
 NoStepMarksDetector::NoStepMarksDetector(const AnalysisConfig& config) : step_pattern_(config.step_pattern) {}
+
+namespace {
+
+Finding pseudo_step_finding(int rank, int64_t step, int64_t duration_ns, double busy_pct, const std::string& pattern,
+                            const ProgramStack& stack) {
+  Finding f;
+  f.detector = std::string(NoStepMarksDetector::kId);
+  f.rank = rank;
+  f.step = step;
+  f.severity = Severity::kInfo;
+  f.message = "no step marks (no stepwatch_step_begin, no range matching the step pattern) and no repeating kernel "
+              "sequence to infer steps from; the " +
+              format_ms(duration_ns) +
+              " of data were analyzed as one pseudo-step, so per-step costs are diluted. " + fix_text(stack);
+  f.with("analyzed_ms", ms3_of(duration_ns)).with("step_pattern", pattern).with("gpu_busy_pct", round3(busy_pct));
+  f.tax_share = TaxShare::kOverlapping;
+  return f;
+}
+
+}  // namespace
 
 void NoStepMarksDetector::on_step(const StepView& step, FindingSink& sink) {
   if (step.source == StepSource::kInferred) {
@@ -36,22 +57,17 @@ void NoStepMarksDetector::on_step(const StepView& step, FindingSink& sink) {
   }
   if (reported_ || step.source != StepSource::kWholeTrace) return;
   reported_ = true;
-  Finding f;
-  f.detector = std::string(kId);
-  f.rank = step.rank;
-  f.step = step.step;
-  f.severity = Severity::kInfo;
-  f.message = "no step marks (no stepwatch_step_begin, no range matching the step pattern) and no repeating kernel "
-              "sequence to infer steps from; the " +
-              format_ms(step.duration_ns()) +
-              " of data were analyzed as one pseudo-step, so per-step costs are diluted. " + std::string(kFix);
-  f.with("analyzed_ms", ms3_of(step.duration_ns()))
-      .with("step_pattern", step_pattern_)
-      .with("gpu_busy_pct", round3(100.0 * step.duty_cycle()));
-  sink.emit(std::move(f));
+  sink.emit(pseudo_step_finding(step.rank, step.step, step.duration_ns(), 100.0 * step.duty_cycle(), step_pattern_,
+                                step.stack));
 }
 
-void NoStepMarksDetector::on_finish(const RunView& /*run*/, FindingSink& sink) {
+void NoStepMarksDetector::on_finish(const RunView& run, FindingSink& sink) {
+  if (!reported_ && !inferred_ && run.source == StepSource::kWholeTrace && run.steps > 0) {
+    // The pseudo-step was not judged (mostly initialization: measured as warm-up); say it anyway.
+    reported_ = true;
+    sink.emit(pseudo_step_finding(run.rank, run.first_step, run.in_steps_ns, std::nan(""), step_pattern_, run.stack));
+    return;
+  }
   if (!inferred_ || reported_) return;
   reported_ = true;
   std::vector<double> sorted = inferred_ns_.values();
@@ -71,12 +87,13 @@ void NoStepMarksDetector::on_finish(const RunView& /*run*/, FindingSink& sink) {
   f.established = true;
   f.message = "no step marks (no stepwatch_step_begin, no range matching the step pattern): " +
               std::to_string(inferred_steps_) + " steps (median " + format_ms(median_ns) + ") were inferred " + how +
-              "; step numbers are ordinals and the windows are approximate. " + std::string(kFix);
+              "; step numbers are ordinals and the windows are approximate. " + fix_text(run.stack);
   f.with("inferred_from", std::string(inferred_from_))
       .with("inferred_steps", static_cast<int64_t>(inferred_steps_))
       .with("median_step_ms", ms3_of(median_ns))
       .with("step_pattern", step_pattern_);
   if (!from_optimizer) f.with("period_records", static_cast<int64_t>(inferred_period_));
+  f.tax_share = TaxShare::kOverlapping;
   sink.emit(std::move(f));
 }
 

@@ -9,6 +9,7 @@
 
 #include "copy_evidence.h"
 #include "detector_util.h"
+#include "fix_text.h"
 
 namespace stepwatch {
 
@@ -31,7 +32,7 @@ void PageableMemcpyDetector::on_step(const StepView& step, FindingSink& sink) {
   f.message = "host blocked " + format_ms(s.cost_ns) + " (" + format_pct(f.cost_pct) + " of " +
               format_ms(step.duration_ns()) + ") in " + what +
               " with no compute kernel running: an async copy from pageable memory is staged and returns only "
-              "when done. Fix: pin_memory=True / pinned host buffers and .to(device, non_blocking=True).";
+              "when done. Fix: " + fix::pinned_copies(step.stack) + ".";
   f.with("copy_blocked_ms", ms3_of(s.cost_ns))
       .with("calls", static_cast<int64_t>(s.calls))
       .with("bytes", static_cast<int64_t>(s.bytes))
@@ -40,6 +41,8 @@ void PageableMemcpyDetector::on_step(const StepView& step, FindingSink& sink) {
       .with("copy_ms", ms3_of(s.copy_gpu_ns))
       .with("host_ms", ms3_of(s.host_ns))
       .with("api", s.names);
+  f.tax_share = TaxShare::kRefinement;
+  f.refines = "hidden_sync";
   sink.emit(std::move(f));
 }
 

@@ -52,6 +52,8 @@ void RecompilationDetector::on_step(const StepView& step, FindingSink& sink) {
       .with("largest_host_gap_ms", ms3_of(largest_host_gap_ns))
       .with("gpu_busy_pct", round3(100.0 * step.duty_cycle()));
   f.established = true;
+  f.tax_share = TaxShare::kRefinement;
+  f.refines = "host_bound";
   sink.emit(std::move(f));
 }
 

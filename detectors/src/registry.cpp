@@ -14,6 +14,8 @@
 #include "recompilation.h"
 #include "step_variance.h"
 #include "launch_bound.h"
+#include "host_bound.h"
+#include "initialization.h"
 #include "sync_memcpy.h"
 #include "pageable_memcpy.h"
 #include "slow_h2d.h"
@@ -46,12 +48,14 @@ constexpr std::array kDetectors = {
     info<HiddenSyncDetector>(),
     info<ExposedCollectiveDetector>(),
     info<NoStepMarksDetector>(),
+    info<InitializationDetector>(),
     info<RecompilationDetector>(),
     info<CheckpointStallDetector>(),
     info<EpochBoundaryStallDetector>(),
     info<GcPauseDetector>(),
     info<StepVarianceDetector>(),
     info<LaunchBoundDetector>(),
+    info<HostBoundDetector>(),
     info<SyncMemcpyDetector>(),
     info<PageableMemcpyDetector>(),
     info<SlowH2dDetector>(),

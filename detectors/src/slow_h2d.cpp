@@ -14,6 +14,7 @@
 
 #include "copy_evidence.h"
 #include "detector_util.h"
+#include "fix_text.h"
 
 namespace stepwatch {
 namespace {
@@ -58,8 +59,7 @@ void SlowH2dDetector::on_step(const StepView& step, FindingSink& sink) {
                    ? "1/3 of the " + detail::format_gb_per_s(best_gb_per_s_) + " this run has reached"
                    : "the " + detail::format_gb_per_s(kMinExpectedGbPerS) + " any PCIe link sustains") +
               ": " + format_ms(cost_ns) + " (" + format_pct(f.cost_pct) + " of " + format_ms(step.duration_ns()) +
-              ") lost on the PCIe path. Fix: pinned host memory; check the process's NUMA affinity to the GPU "
-              "(nvidia-smi topo -m), PCIe ACS/IOMMU and peer-to-peer settings.";
+              ") lost on the PCIe path. Fix: pinned host memory; " + fix::pcie(step.stack) + ".";
   f.with("extra_ms", ms3_of(cost_ns))
       .with("copies", slow_copies)
       .with("bytes", static_cast<int64_t>(slow_bytes))

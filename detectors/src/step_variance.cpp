@@ -7,7 +7,11 @@
 // differs from the steady state for reasons that are not a fault of the loop (profiler start-up,
 // a warm-up step the schedule did not skip — hta-ns_resolution's step 101 takes 35 ms against
 // 72–96 ms for the next four). Live, the warm-up steps are already dropped before detectors run;
-// one more step costs nothing.
+// one more step costs nothing. Nor do the run's start-up steps (robust statistics): a leading ramp
+// of at least two steps each faster (or each slower) than every step after it and > 20% off their
+// median — a capture of 4.8, 9.1, 13 ms start-up steps before steady 45 ms ones has a CV over
+// 0.2 that says nothing about the loop. The ramp is found again at every step (the later steps
+// tell where the level is) until the window no longer holds the run's start.
 //
 // The message says what the slower-than-median steps are slow with: GPU idle (then a per-step
 // detector names the cause), more GPU work (more kernels: the work per step varies), or the same
@@ -19,11 +23,53 @@
 #include "step_variance.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <deque>
+#include <vector>
 
 #include "detector_util.h"
 
 namespace stepwatch {
+namespace {
+
+double median_of(std::vector<int64_t> v) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 == 1 ? double(v[n / 2]) : 0.5 * (double(v[n / 2 - 1]) + double(v[n / 2]));
+}
+
+constexpr size_t kMinRampSteps = 2;
+
+// The length of the start-up ramp at the front of `d` (see the file comment).
+size_t startup_ramp(const std::deque<int64_t>& d, double share) {
+  size_t j = 0;
+  int side = 0;
+  for (; j + 1 < d.size(); ++j) {
+    const std::vector<int64_t> rest(d.begin() + static_cast<std::ptrdiff_t>(j + 1), d.end());
+    const double level = median_of(rest);
+    const auto [lo, hi] = std::minmax_element(rest.begin(), rest.end());
+    const int64_t v = d[j];
+    // Faster (slower) than every later step, and by more than `share` of their median.
+    const bool faster = v < *lo && double(v) < (1.0 - share) * level;
+    const bool slower = v > *hi && double(v) > (1.0 + share) * level;
+    const int s = faster ? -1 : slower ? 1 : 0;
+    if (s == 0 || (side != 0 && s != side)) break;
+    side = s;
+  }
+  // One off step is no ramp: it may be the jitter itself (the data's first step is left out already).
+  return j >= kMinRampSteps ? j : 0;
+}
+
+// The window without its first `skip` values.
+detail::StepHistory without_first(const detail::StepHistory& h, size_t skip) {
+  detail::StepHistory out;
+  for (size_t i = skip; i < h.size(); ++i) out.push(h.values()[i]);
+  return out;
+}
+
+}  // namespace
 
 StepVarianceDetector::StepVarianceDetector(const AnalysisConfig& config)
     : thresholds_(config.thresholds_for(std::string(kId))) {}
@@ -37,35 +83,40 @@ void StepVarianceDetector::on_step(const StepView& step, FindingSink& sink) {
   durations_.push(step.duration_ns());
   busy_.push(step.busy_ns);
   kernels_.push(step.kernels);
-  if (durations_.size() < kMinSteps) return;
-  const double cv = durations_.cv();
+  ++pushed_;
+  const size_t ramp =
+      pushed_ <= detail::StepHistory::kDefaultCapacity ? startup_ramp(durations_.values(), kRampShare) : 0;
+  const detail::StepHistory durations = without_first(durations_, ramp);
+  const detail::StepHistory busy = without_first(busy_, ramp);
+  const detail::StepHistory kernels = without_first(kernels_, ramp);
+  if (durations.size() < kMinSteps) return;
+  const double cv = durations.cv();
   if (established_) {
     if (cv < kClearCv) established_ = false;
     return;
   }
   if (cv < kMinCv) return;
-  established_ = true;
 
-  const double mean_ns = durations_.mean();
-  const double p50_ns = durations_.median();
-  const double p90_ns = durations_.quantile(0.9);
-  const auto [min_it, max_it] = std::minmax_element(durations_.values().begin(), durations_.values().end());
-  const auto steps = static_cast<int64_t>(durations_.size());
+  const double mean_ns = durations.mean();
+  const double p50_ns = durations.median();
+  const double p90_ns = durations.quantile(0.9);
+  const auto [min_it, max_it] = std::minmax_element(durations.values().begin(), durations.values().end());
+  const auto steps = static_cast<int64_t>(durations.size());
 
   // The slower-than-median steps: how much of their excess time is GPU busy time, and how many
   // kernels they launch against the median step.
-  const double busy_p50 = busy_.median();
-  const double kernels_p50 = kernels_.median();
+  const double busy_p50 = busy.median();
+  const double kernels_p50 = kernels.median();
   double excess_ns = 0.0;
   double excess_busy_ns = 0.0;
   double slow_kernels = 0.0;
   int slow = 0;
-  for (size_t i = 0; i < durations_.size(); ++i) {
-    const double d = double(durations_.values()[i]);
+  for (size_t i = 0; i < durations.size(); ++i) {
+    const double d = double(durations.values()[i]);
     if (d <= p50_ns) continue;
     excess_ns += d - p50_ns;
-    excess_busy_ns += double(busy_.values()[i]) - busy_p50;
-    slow_kernels += double(kernels_.values()[i]);
+    excess_busy_ns += double(busy.values()[i]) - busy_p50;
+    slow_kernels += double(kernels.values()[i]);
     ++slow;
   }
   const auto cost_ns = static_cast<int64_t>(excess_ns);
@@ -89,12 +140,17 @@ void StepVarianceDetector::on_step(const StepView& step, FindingSink& sink) {
                 " of their excess): throttling or another process on the GPU";
   }
 
+  // The cost rule, as for every detector: a CV inflated by a few fast start-up steps costs nothing
+  // (the slower-than-median steps are barely slower) and is no finding.
+  const double cost_pct = window_ns > 0 ? 100.0 * double(cost_ns) / window_ns : 0.0;
+  if (cost_pct < thresholds_.min_pct || ms_of(cost_ns) < thresholds_.min_ms) return;
+  established_ = true;
   Finding f;
   f.detector = std::string(kId);
   f.rank = step.rank;
   f.step = step.step;
   f.cost_ms = ms_of(cost_ns);
-  f.cost_pct = window_ns > 0 ? 100.0 * double(cost_ns) / window_ns : 0.0;
+  f.cost_pct = cost_pct;
   f.severity = f.cost_pct >= thresholds_.critical_pct ? Severity::kCritical : Severity::kWarning;
   char cv_text[16];
   std::snprintf(cv_text, sizeof cv_text, "%.2f", cv);
@@ -115,6 +171,7 @@ void StepVarianceDetector::on_step(const StepView& step, FindingSink& sink) {
       .with("slow_busy_share_pct", round3(100.0 * busy_share))
       .with("slow_kernel_ratio", round3(kernel_ratio));
   f.established = true;
+  f.tax_share = TaxShare::kOverlapping;
   sink.emit(std::move(f));
 }
 

@@ -15,6 +15,10 @@ class StepVarianceDetector final : public Detector {
   static constexpr double kMinCv = 0.2;     // established at CV >= 0.2 ...
   static constexpr size_t kMinSteps = 5;    // ... over at least 5 steps
   static constexpr double kClearCv = 0.16;  // cleared below 0.8 x kMinCv (hysteresis: no flapping)
+  // Start-up ramp: the run's first steps (two or more), while each is faster (or each slower) than
+  // every step after it and > 20% off their median (partial batches, caches filling, a schedule
+  // ramping up), are left out of the statistic.
+  static constexpr double kRampShare = 0.2;
   explicit StepVarianceDetector(const AnalysisConfig& config);
   std::string_view id() const override { return kId; }
   void on_step(const StepView& step, FindingSink& sink) override;
@@ -26,6 +30,7 @@ class StepVarianceDetector final : public Detector {
   detail::StepHistory durations_;
   detail::StepHistory busy_;
   detail::StepHistory kernels_;
+  size_t pushed_ = 0;  // steps that entered the window: while <= its capacity, it starts at the run's start
   bool first_step_seen_ = false;
   bool established_ = false;
 };

@@ -106,6 +106,8 @@ void StragglerDetector::on_step(const StepView& step, FindingSink& sink) {
       .with("ratio", round3(worst_ratio))
       .with("compute_ms", ms3_of(step.compute_ns));
   if (worst_bytes > 0) f.with("bytes", static_cast<int64_t>(worst_bytes));  // the slowest collective's messages
+  f.tax_share = TaxShare::kRefinement;
+  f.refines = "exposed_collective";
   sink.emit(std::move(f));
 }
 

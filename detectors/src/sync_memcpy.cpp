@@ -10,6 +10,7 @@
 
 #include "copy_evidence.h"
 #include "detector_util.h"
+#include "fix_text.h"
 
 namespace stepwatch {
 
@@ -29,8 +30,7 @@ void SyncMemcpyDetector::on_step(const StepView& step, FindingSink& sink) {
   what += ", " + detail::join(s.host_memories, "/") + " host memory)";
   f.message = "host blocked " + format_ms(s.cost_ns) + " (" + format_pct(f.cost_pct) + " of " +
               format_ms(step.duration_ns()) + ") in " + what +
-              " with no compute kernel running: a blocking copy stalls launches. Fix: cudaMemcpyAsync from "
-              "pinned memory (pin_memory=True, .to(device, non_blocking=True)), prefetch the next batch to the device.";
+              " with no compute kernel running: a blocking copy stalls launches. Fix: " + fix::async_copies(step.stack) + ".";
   f.with("copy_blocked_ms", ms3_of(s.cost_ns))
       .with("calls", static_cast<int64_t>(s.calls))
       .with("bytes", static_cast<int64_t>(s.bytes))
@@ -40,6 +40,8 @@ void SyncMemcpyDetector::on_step(const StepView& step, FindingSink& sink) {
       .with("host_ms", ms3_of(s.host_ns))
       .with("host_memory", detail::join(s.host_memories, "/"))
       .with("api", s.names);
+  f.tax_share = TaxShare::kRefinement;
+  f.refines = "hidden_sync";
   sink.emit(std::move(f));
 }
 

@@ -9,6 +9,9 @@
 // reference is the median of those means with a launch count within 25% of this step's, needing
 // >= 3 of them. (The median, not the minimum: per-step means of jittery kernels spread by ~10%,
 // and the minimum of 8 sits well below a typical step.)
+// Early baseline: each name's first 8 unthrottled steps are also kept for the run; the reference
+// is the lower of the two medians. A gradual slowdown (4% per step) moves the recent baseline with
+// it and never trips it; against the run's early steps it does.
 // Rule: the heavy kernels (compute, >= 5% of the step's compute time) with a reference are
 // compared; >= 2 of them, and >= 2/3 of them run >= 1.15x their reference; and the step's GPU idle
 // did not grow (idle <= median idle of the baseline steps + max(1 ms, 5% of their median step
@@ -31,6 +34,7 @@
 #include <vector>
 
 #include "detector_util.h"
+#include "fix_text.h"
 #include "stepwatch/core/gpu_samples.h"
 
 namespace stepwatch {
@@ -54,21 +58,31 @@ void ThrottleDetector::on_step(const StepView& step, FindingSink& sink) {
 
   int compared = 0;
   int slowed = 0;
+  int early_refs = 0;  // slowed kernels judged against their early baseline
   int64_t extra_ns = 0;
   std::vector<double> ratios;
   const KernelStat* worst = nullptr;
   double worst_ratio = 0.0;
   for (const KernelStat& k : step.top_kernels) {
     if (k.count <= 0 || is_nccl(k.name) || double(k.total_ns) < kHeavyShare * double(step.compute_ns)) continue;
+    // The reference: the median of the recent baseline, or of the early one when that is lower —
+    // the best early baseline catches a drift the moving window follows.
+    auto reference_of = [&](const auto& samples, size_t min_samples) -> int64_t {
+      std::vector<int64_t> means;
+      for (const Sample& s : samples) {
+        if (std::fabs(double(s.count - k.count)) <= kMaxCountChange * double(s.count)) means.push_back(s.mean_ns);
+      }
+      if (means.size() < min_samples) return 0;
+      std::nth_element(means.begin(), means.begin() + static_cast<std::ptrdiff_t>(means.size() / 2), means.end());
+      return means[means.size() / 2];
+    };
     auto it = baseline_.find(k.name);
-    if (it == baseline_.end()) continue;
-    std::vector<int64_t> means;
-    for (const Sample& s : it->second) {
-      if (std::fabs(double(s.count - k.count)) <= kMaxCountChange * double(s.count)) means.push_back(s.mean_ns);
-    }
-    if (means.size() < kMinBaselineSteps) continue;
-    std::nth_element(means.begin(), means.begin() + static_cast<std::ptrdiff_t>(means.size() / 2), means.end());
-    const int64_t reference = means[means.size() / 2];
+    auto early = early_.find(k.name);
+    const int64_t recent = it == baseline_.end() ? 0 : reference_of(it->second, kMinBaselineSteps);
+    const int64_t first = early == early_.end() ? 0 : reference_of(early->second, kBaselineSteps);
+    // A tie is the same steps (a run with no more than 8 unthrottled steps): those are the early ones.
+    const bool from_early = first > 0 && (recent <= 0 || first <= recent);
+    const int64_t reference = from_early ? first : recent;
     if (reference <= 0) continue;
     const int64_t mean = k.total_ns / k.count;
     const double ratio = double(mean) / double(reference);
@@ -76,6 +90,7 @@ void ThrottleDetector::on_step(const StepView& step, FindingSink& sink) {
     ratios.push_back(ratio);
     if (ratio >= kMinSlowdown) {
       ++slowed;
+      early_refs += from_early ? 1 : 0;
       extra_ns += int64_t{k.count} * (mean - reference);
       if (ratio > worst_ratio) {
         worst_ratio = ratio;
@@ -109,6 +124,8 @@ void ThrottleDetector::on_step(const StepView& step, FindingSink& sink) {
       }
       it->second.push_back(Sample{k.count, k.total_ns / k.count});
       if (it->second.size() > kBaselineSteps) it->second.pop_front();
+      std::vector<Sample>& first = early_[k.name];
+      if (first.size() < kBaselineSteps) first.push_back(Sample{k.count, k.total_ns / k.count});
     }
     idle_.push(step.idle.total());
     duration_.push(step.duration_ns());
@@ -120,19 +137,21 @@ void ThrottleDetector::on_step(const StepView& step, FindingSink& sink) {
   if (!judge_cost(kId, step, extra_ns, thresholds_, f)) return;
   std::sort(ratios.begin(), ratios.end());
   const double median_slowdown_pct = 100.0 * (ratios[ratios.size() / 2] - 1.0);
-  f.message = std::to_string(slowed) + " of " + std::to_string(compared) +
-              " heavy kernels ran >= 15% longer than their own recent baseline at the same launch count (median " +
+  f.message = std::to_string(slowed) + " of " + std::to_string(compared) + " heavy kernels ran >= 15% longer than " +
+              (2 * early_refs > slowed ? "their own early baseline (the run's first unthrottled steps)"
+                                       : "their own recent baseline") +
+              " at the same launch count (median " +
               format_pct(median_slowdown_pct) + " slower) with no new GPU idle: " + format_ms(extra_ns) +
               " of extra kernel time (" + format_pct(f.cost_pct) + " of " + format_ms(step.duration_ns()) +
-              "), the signature of clock throttling (DVFS, power cap, thermal). Fix: check clocks, power and "
-              "temperature (nvidia-smi dmon -s puct; nvidia-smi -q -d PERFORMANCE for the throttle reasons), the "
-              "power/thermal budget (cooling, power limit), spread the load.";
+              "), the signature of clock throttling (DVFS, power cap, thermal). Fix: " + fix::clocks(step.stack) +
+              ", the power/thermal budget (cooling, power limit), spread the load.";
   f.with("extra_kernel_ms", ms3_of(extra_ns))
       .with("slowed_kernels", static_cast<int64_t>(slowed))
       .with("compared_kernels", static_cast<int64_t>(compared))
       .with("median_slowdown_pct", round3(median_slowdown_pct))
       .with("idle_ms", ms3_of(step.idle.total()))
-      .with("baseline_idle_ms", round3(idle_ref / 1e6));
+      .with("baseline_idle_ms", round3(idle_ref / 1e6))
+      .with("early_baseline_kernels", static_cast<int64_t>(early_refs));
   if (worst != nullptr) {
     f.with("slowest_kernel", worst->name).with("slowest_kernel_ratio", round3(worst_ratio));
   }

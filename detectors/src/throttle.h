@@ -3,6 +3,7 @@
 #include <deque>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "step_history.h"
 #include "stepwatch/core/detector.h"
@@ -42,6 +43,9 @@ class ThrottleDetector final : public Detector {
   DetectorThresholds thresholds_;
   bool first_step_seen_ = false;
   std::unordered_map<std::string, std::deque<Sample>> baseline_;  // <= kMaxNames x kBaselineSteps
+  // The first kBaselineSteps unthrottled steps of each name, kept for the run: a gradual slowdown
+  // (a few % per step) moves the recent baseline along with it, never the early one.
+  std::unordered_map<std::string, std::vector<Sample>> early_;  // <= kMaxNames x kBaselineSteps
   detail::StepHistory idle_{kBaselineSteps};
   detail::StepHistory duration_{kBaselineSteps};
   detail::StepHistory clock_mhz_{kBaselineSteps};  // median SM clock of the baseline steps that had samples

@@ -162,6 +162,9 @@ std::optional<Severity> severity_named(const std::string& s) {
 }  // namespace
 
 void add_analyze_options(CLI::App& cmd, AnalyzeOptions& o) {
+  cmd.footer("Exit status: 0 analyzed (findings or not); 2 bad input (unreadable or malformed trace, bad option); "
+             "3 no GPU activity (every input read fine but none holds a kernel, copy or memset: a CPU-only "
+             "profiler trace).");
   cmd.add_option("inputs", o.inputs, "Trace files (Kineto .json, .json.gz; nsys SQLite exports .sqlite) or directories of "
                  "them (one rank per file); - reads one trace from standard input (FIFOs and /dev/stdin work too)")
       ->required();
@@ -275,6 +278,7 @@ int run_analyze(const AnalyzeOptions& o) {
     std::vector<RankCollectives> merge_collectives;
     std::optional<MergedAnalysis> merged;  // the HTML page shows the verdict too
     std::vector<std::string> merge_sources;
+    size_t without_gpu = 0;
     for (size_t i = 0; i < outcomes.size(); ++i) {
       RankOutcome& outcome = outcomes[i];
       if (!outcome.error.empty()) {
@@ -284,6 +288,13 @@ int run_analyze(const AnalyzeOptions& o) {
         continue;
       }
       const RankResult& result = *outcome.result;
+      if (result.gpu_records == 0 && !result.gpu_traced) {
+        // A table of zeros would read as an idle GPU: say what the trace lacks, once.
+        std::cerr << "stepwatch: " << files[i] << ": no GPU activity (no kernel, copy or memset): nothing to analyze; "
+                  << "record the GPU (torch.profiler activities=[ProfilerActivity.CUDA], nsys -t cuda)\n";
+        ++without_gpu;
+        continue;
+      }
       note_findings(result.findings);
       if (json_out) write_jsonl(result, *json_out);
       if (html_file.is_open()) html_ranks.push_back(result);
@@ -298,6 +309,7 @@ int run_analyze(const AnalyzeOptions& o) {
         merge_sources.push_back(files[i]);
       }
     }
+    if (without_gpu > 0 && without_gpu == outcomes.size()) return kExitNoGpuActivity;
     std::vector<const RankResult*> results;
     for (const RankResult& r : merge_results) results.push_back(&r);
     const std::string duplicated = duplicate_ranks(results, merge_sources);

@@ -14,7 +14,8 @@ IDLE_KEYS = ["input", "sync", "launch", "host", "other"]
 FINDING_KEYS = ["type", "rank", "step", "detector", "severity", "cost_ms", "cost_pct", "message", "evidence"]
 SUMMARY_KEYS = ["type", "rank", "steps", "step_ms", "gpu_busy_pct", "comm_comp_overlap_pct", "findings",
                 "judged_steps", "warmup_steps", "untraced_steps", "incomplete_steps", "skipped_steps", "per_step_ms",
-                "data_loss"]
+                "data_loss", "tax_ms", "tax_pct", "time_ms", "trace_gpu_busy_pct"]
+TIME_KEYS = ["trace", "before_first_step", "in_steps", "between_steps", "after_last_step"]
 
 
 def fail(msg):
@@ -66,6 +67,14 @@ def main():
         elif t == "summary":
             if list(r.keys()) != SUMMARY_KEYS:
                 fail(f"summary fields {list(r.keys())} != {SUMMARY_KEYS}")
+            if list(r["time_ms"].keys()) != TIME_KEYS:
+                fail(f"time_ms fields {list(r['time_ms'].keys())}")
+            # The whole trace is accounted for, and each idle interval is taxed once.
+            parts = sum(r["time_ms"][k] for k in TIME_KEYS[1:])
+            if abs(parts - r["time_ms"]["trace"]) > 0.01 + 1e-6 * r["time_ms"]["trace"]:
+                fail(f"time_ms parts {parts:.3f} != trace {r['time_ms']['trace']}")
+            if r["tax_pct"] > 100.0 + 1e-6:
+                fail(f"tax_pct {r['tax_pct']} > 100")
             if list(r["step_ms"].keys()) != ["mean", "median", "p90", "cv"]:
                 fail("summary step_ms fields")
             if r["judged_steps"] + r["warmup_steps"] + r["untraced_steps"] + r["incomplete_steps"] != r["steps"]:

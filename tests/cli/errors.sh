@@ -38,7 +38,7 @@ expect_error costless-threshold "no cost" "$cli" analyze --threshold data_loss:5
 expect_error no-input "inputs" "$cli" analyze
 
 "$cli" detectors >"$tmp/det" || { echo "FAIL: detectors"; exit 1; }
-for id in input_starvation hidden_sync exposed_collective no_step_marks data_loss individual_score late_rank; do
+for id in input_starvation hidden_sync exposed_collective no_step_marks data_loss individual_score late_rank host_bound initialization; do
   grep -q "^$id " "$tmp/det" || { echo "FAIL: detectors lacks $id"; exit 1; }
 done
 echo "ok: detectors"

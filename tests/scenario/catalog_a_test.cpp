@@ -224,6 +224,7 @@ TEST(AllocatorChurnScenario, SilentOnAFewFastAllocatorCalls) {
 TEST(CatalogAMatrix, EachDetectorFiresOnItsOwnScenarioOnly) {
   const std::map<std::string, std::string> own = {
       {"launch_bound", "launch_bound"},       {"sync_copy", "sync_memcpy"}, {"pageable_copy", "pageable_memcpy"},
+      {"compiled_launch_bound", "launch_bound"},
       {"slow_h2d", "slow_h2d"},               {"allocator_churn", "allocator_churn"},
   };
   std::set<std::string> ids;

@@ -112,6 +112,34 @@ TEST(MultiRankScenario, InputSlowRankIsNamedWithInputAsCause) {
   EXPECT_GT(evidence<double>(f, "delay_ms"), 5.0);
 }
 
+// Ranks reach the all-reduce over a spread (issue 14, item 8): rank 3 the latest, rank 2 late
+// against the median but waiting inside the collective for rank 3. Only rank 3 is the one the
+// others wait for.
+TEST(MultiRankScenario, ARankThatWaitsInsideTheCollectiveIsNoStraggler) {
+  MultiRankOptions o;
+  o.ranks = 4;
+  o.steps = 8;
+  o.kernel_scale = {1.0, 1.0, 1.4, 1.8};
+  const MergedRun m = analyze_ranks(o);
+  ASSERT_FALSE(m.merged.steps.empty()) << describe(m.merged);
+  int named = 0;
+  for (const MergedStep& st : m.merged.steps) {
+    if (st.late_ranks.empty()) continue;
+    ++named;
+    EXPECT_EQ(st.late_ranks, std::vector<int>{3}) << describe(m.merged);
+  }
+  EXPECT_GE(named, 6) << describe(m.merged);
+  for (const Finding& f : m.merged.findings) {
+    EXPECT_EQ(evidence<std::vector<int64_t>>(f, "straggler_ranks"), std::vector<int64_t>{3}) << f.message;
+  }
+  // Without the later rank, rank 2 is the straggler.
+  o.kernel_scale = {1.0, 1.0, 1.4, 1.0};
+  const MergedRun alone = analyze_ranks(o);
+  bool rank2 = false;
+  for (const MergedStep& st : alone.merged.steps) rank2 |= st.late_ranks == std::vector<int>{2};
+  EXPECT_TRUE(rank2) << describe(alone.merged);
+}
+
 TEST(MultiRankScenario, BalancedRanksAreSilent) {
   for (uint64_t seed : {1u, 2u, 3u, 4u, 5u}) {
     MultiRankOptions o = job(StragglerKind::kNone, -1);

@@ -57,6 +57,45 @@ inline AnalyzedRun analyze_scenario(const std::string& name, const synthetic::Sc
   return a;
 }
 
+// The model's step windows as the GPU ran them: step k from where the GPU finished the work
+// queued before step k's first record (on that record's stream) — or the host's step start, if
+// later — to the next one's; the last to the end of the GPU work it launched. When the GPU runs
+// behind the host, inferred steps hold the GPU work their host window launched (step_inference.h).
+inline std::vector<std::pair<int64_t, int64_t>> gpu_aligned_truth(const synthetic::SyntheticRun& run) {
+  std::map<uint64_t, int64_t> launched_at;
+  for (const Event& e : run.trace.events) {
+    if (e.kind == EventKind::kApiCall && e.correlation != 0) launched_at.emplace(e.correlation, e.start_ns);
+  }
+  std::vector<int64_t> starts;
+  int64_t last_end = 0;
+  for (const synthetic::StepTruth& t : run.truth) {
+    const Event* first = nullptr;
+    int64_t first_launch = 0;
+    for (const Event& e : run.trace.events) {
+      if (!e.is_gpu_record()) continue;
+      auto it = launched_at.find(e.correlation);
+      if (it == launched_at.end() || it->second < t.start_ns || it->second >= t.end_ns) continue;
+      if (first == nullptr || it->second < first_launch) {
+        first = &e;
+        first_launch = it->second;
+      }
+      if (&t == &run.truth.back()) last_end = std::max(last_end, e.end_ns);
+    }
+    int64_t start = t.start_ns;
+    if (first != nullptr) {
+      for (const Event& e : run.trace.events) {
+        if (e.is_gpu_record() && e.stream == first->stream && e.start_ns < first->start_ns) start = std::max(start, e.end_ns);
+      }
+    }
+    starts.push_back(start);
+  }
+  std::vector<std::pair<int64_t, int64_t>> out;
+  for (size_t k = 0; k < starts.size(); ++k) {
+    out.emplace_back(starts[k], k + 1 < starts.size() ? starts[k + 1] : std::max(last_end, run.truth.back().end_ns));
+  }
+  return out;
+}
+
 inline std::string describe_findings(const RankResult& r) {
   std::string s;
   for (const Finding& f : r.findings) {

@@ -33,7 +33,7 @@ void shift_clock(SyntheticRun& run, int64_t d) {
     t.end_ns += d;
   }
   GroundTruthTimeline& t = run.timeline;
-  for (Spans* s : {&t.compute, &t.comm, &t.copy, &t.busy, &t.data_wait, &t.blocking, &t.fault_idle, &t.dispatch,
+  for (Spans* s : {&t.compute, &t.comm, &t.copy, &t.busy, &t.data_wait, &t.blocking, &t.fault_idle, &t.dispatch, &t.host_work,
                    &t.sync_copy_transfer, &t.pageable_copy_transfer, &t.allocator_calls}) {
     shift_spans(*s, d);
   }
@@ -67,6 +67,9 @@ std::vector<SyntheticRun> generate_ranks(const MultiRankOptions& o) {
       c.kernel_ns = static_cast<int64_t>(double(c.kernel_ns) * (1.0 + kComputeStragglerSlowdown * o.magnitude));
     } else if (r == o.straggler_rank && o.straggler == StragglerKind::kInput) {
       c.data_wait_ns = static_cast<int64_t>(double(kInputStragglerWaitNs) * o.magnitude);
+    }
+    if (static_cast<size_t>(r) < o.kernel_scale.size()) {
+      c.kernel_ns = static_cast<int64_t>(double(c.kernel_ns) * o.kernel_scale[static_cast<size_t>(r)]);
     }
     configs.push_back(std::move(c));
   }

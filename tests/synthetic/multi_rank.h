@@ -36,6 +36,11 @@ struct MultiRankOptions {
   std::vector<int64_t> clock_offsets_ns;  // per rank, added to all its times (missing ranks: 0)
   NcclNaming nccl_naming = NcclNaming::kDevKernel;
   int64_t end_skew_ns = 4'000;  // rank r's collective ends r × this after rank 0's (not exactly simultaneous)
+  // Per rank, a factor on its kernel durations (missing ranks: 1): several ranks slow by different
+  // amounts, so that the less slow ones arrive late against the median yet wait inside the
+  // collective for the slowest. (Each step starts after the previous all-reduce, so the lateness
+  // repeats every step; a host-side delay would be absorbed by the launch queue.)
+  std::vector<double> kernel_scale;
 };
 
 // One SyntheticRun per rank (trace.rank = r). Throws std::invalid_argument when the scenario has

@@ -94,6 +94,7 @@ void move_host_truth(SyntheticRun& run, const Shift& shift) {
   t.blocking = move(std::move(t.blocking));
   t.fault_idle = move(std::move(t.fault_idle));
   t.dispatch = move(std::move(t.dispatch));
+  t.host_work = move(std::move(t.host_work));
   t.sync_copy_transfer = move(std::move(t.sync_copy_transfer));
   t.pageable_copy_transfer = move(std::move(t.pageable_copy_transfer));
   for (auto& call : t.allocator_calls) call = shift.span(call.first, call.second);

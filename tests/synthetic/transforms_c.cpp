@@ -77,7 +77,7 @@ void apply_stretches(SyntheticRun& run, std::vector<Stretch> stretches) {
   GroundTruthTimeline& g = run.timeline;
   // Host spans warp; GPU spans are rebuilt from the records (a merged span hides the record
   // boundaries an anchor may sit on).
-  for (Spans* s : {&g.data_wait, &g.blocking, &g.fault_idle, &g.dispatch, &g.sync_copy_transfer,
+  for (Spans* s : {&g.data_wait, &g.blocking, &g.fault_idle, &g.dispatch, &g.host_work, &g.sync_copy_transfer,
                    &g.pageable_copy_transfer, &g.allocator_calls}) {
     w.spans(*s);
   }

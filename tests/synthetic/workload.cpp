@@ -381,9 +381,11 @@ class Model {
 
   void run_step_program() {
     // The loop head: next(dataloader). Inside the ProfilerStep range, as in PyTorch.
-    if (cfg_.data_wait_ns > 0) {
-      add_host(EventKind::kRange, kDataLoaderRange, now_, now_ + cfg_.data_wait_ns, Role::kDataWait);
-      host(cfg_.data_wait_ns);
+    const int64_t data_wait_ns =
+        cfg_.data_wait_ns + (cfg_.data_wait_jitter_ns > 0 ? scaled_jitter(cfg_.data_wait_jitter_ns) : 0);
+    if (data_wait_ns > 0) {
+      add_host(EventKind::kRange, kDataLoaderRange, now_, now_ + data_wait_ns, Role::kDataWait);
+      host(data_wait_ns);
     }
     switch (cfg_.input_copy) {
       case InputCopy::kPinnedAsync: {
@@ -473,6 +475,11 @@ class Model {
     if (cfg_.comm == CommMode::kSerialized) {
       for (int64_t ns : bucket_ns) comm_done = allreduce(ns);
     }
+    if (cfg_.host_work_ns > 0) {
+      add_host(EventKind::kRange, cfg_.host_work_range, now_, now_ + cfg_.host_work_ns, Role::kNone);
+      host_work_.emplace_back(now_, now_ + cfg_.host_work_ns);
+      host(cfg_.host_work_ns);
+    }
 
     // The optimizer needs the reduced gradients: the compute stream waits on the NCCL stream.
     int64_t dependency = 0;
@@ -484,9 +491,14 @@ class Model {
     }
     const int64_t opt_start = now_;
     for (int i = 0; i < cfg_.optimizer_kernels; ++i) launch_compute(kOptimizerKernel, i == 0 ? dependency : 0);
-    add_host(EventKind::kRange, kOptimizerRange, opt_start, now_, Role::kNone);
+    if (cfg_.optimizer_kernels > 0) add_host(EventKind::kRange, kOptimizerRange, opt_start, now_, Role::kNone);
+    // Inference loops end with the result copied to the host (`.cpu()`, `.item()`).
+    if (cfg_.end_of_step_sync) item_sync(0);
     python(cfg_.host_gap_ns);  // prof.step() and the loop's bookkeeping
   }
+
+  // A draw in [0, jitter_ns).
+  int64_t scaled_jitter(int64_t jitter_ns) { return static_cast<int64_t>(rng_.uniform() * double(jitter_ns)); }
 
   // ---- the capture and the truth --------------------------------------------------------------
 
@@ -564,6 +576,11 @@ class Model {
       if (c.kind == CallKind::kPageableCopy) pageable_copy.emplace_back(c.copy_start_ns, c.end_ns);
     }
     t.dispatch = merge_spans(std::move(dispatch));
+    Spans host_work;
+    for (const auto& span : host_work_) {
+      if (span.first >= capture) host_work.push_back(span);
+    }
+    t.host_work = merge_spans(std::move(host_work));
     t.sync_copy_transfer = merge_spans(std::move(sync_copy));
     t.pageable_copy_transfer = merge_spans(std::move(pageable_copy));
     for (const auto& call : allocator_calls_) {
@@ -587,6 +604,7 @@ class Model {
   std::vector<Role> roles_;
   std::vector<BlockingCall> calls_;
   Spans dispatch_;  // Python between CUDA calls and non-blocking calls (host issuing work)
+  Spans host_work_; // the host's own CPU work
   std::vector<std::pair<int64_t, int64_t>> allocator_calls_;
   std::vector<GroundTruthTimeline::SlowCopy> slow_copies_;
   int step_index_ = 0;  // of the step being run, warm-up included
@@ -627,9 +645,10 @@ StepTruth SyntheticRun::truth_for_window(int64_t start_ns, int64_t end_ns, int64
   const Spans fault = clip_spans(t.fault_idle, start_ns, end_ns);
   const Spans wait = clip_spans(t.data_wait, start_ns, end_ns);
   s.data_wait_ns = total_length(wait);
-  // A drained queue explains its whole gap; only the rest of the idle time can be the data wait's.
-  s.input_idle_ns = total_length(subtract_spans(intersect_spans(wait, idle), fault));
-  s.sync_idle_ns = total_length(fault);
+  // A drained queue exposes whatever the host does next (ARCHITECTURE.md rule 2, amended): the
+  // data wait is input wherever the GPU was idle, the rest of a drained gap is the sync's.
+  s.input_idle_ns = total_length(intersect_spans(wait, idle));
+  s.sync_idle_ns = total_length(subtract_spans(fault, wait));
   s.blocked_idle_ns = total_length(intersect_spans(clip_spans(t.blocking, start_ns, end_ns), idle));
   const int compute = count_in(t.compute_kernel_starts, start_ns, end_ns);
   s.comm_kernels = count_in(t.comm_kernel_starts, start_ns, end_ns);
@@ -638,6 +657,7 @@ StepTruth SyntheticRun::truth_for_window(int64_t start_ns, int64_t end_ns, int64
 
   const Spans dispatch_idle = intersect_spans(clip_spans(t.dispatch, start_ns, end_ns), idle);
   s.launch_idle_ns = total_length(subtract_spans(subtract_spans(dispatch_idle, fault), wait));
+  s.host_work_idle_ns = total_length(intersect_spans(clip_spans(t.host_work, start_ns, end_ns), idle));
   s.sync_copy_ns = total_length(subtract_spans(clip_spans(t.sync_copy_transfer, start_ns, end_ns), c));
   s.pageable_copy_ns = total_length(subtract_spans(clip_spans(t.pageable_copy_transfer, start_ns, end_ns), c));
   for (const GroundTruthTimeline::SlowCopy& copy : t.slow_h2d) {
@@ -656,175 +676,5 @@ StepTruth SyntheticRun::truth_for_window(int64_t start_ns, int64_t end_ns, int64
 }
 
 SyntheticRun generate(const WorkloadConfig& config) { return Model(config).run(); }
-
-// ---------------------------------------------------------------------------------------------
-// Scenarios
-
-namespace {
-
-struct ScenarioEntry {
-  std::string_view name;
-  std::string_view description;
-  void (*apply)(WorkloadConfig& c, double magnitude);
-};
-
-int64_t scaled(int64_t ns, double magnitude) { return static_cast<int64_t>(std::llround(double(ns) * magnitude)); }
-
-// The base workload (every scenario starts from it): a bf16 transformer step, 48 forward, 96
-// backward and 16 optimizer kernels of ~200 µs (~32 ms of GPU time), ~20 µs of host time per
-// launch, a 0.2 ms DataLoader wait, a pinned 16 MiB input copy. GPU-bound: the host runs ahead
-// by a full launch queue and the GPU never idles.
-const std::array<ScenarioEntry, 12> kScenarios = {{
-    {"gpu_bound", "healthy: GPU-bound loop, host a full launch queue ahead; no finding expected",
-     [](WorkloadConfig&, double) {}},
-    {"ddp_overlap",
-     "healthy: DDP, 4 all-reduce buckets (6 ms) overlapped with backward; only the small last bucket "
-     "(0.5 ms) is exposed; no finding expected",
-     [](WorkloadConfig& c, double) {
-       c.comm = CommMode::kOverlappedBuckets;
-       c.buckets = 4;
-       c.allreduce_ns = 6'000'000;
-       c.nccl_naming = NcclNaming::kDevKernel;
-     }},
-    {"slow_dataloader",
-     "input_starvation: 30 ms x magnitude DataLoader wait per step, ~13 ms of GPU work (80 µs kernels), "
-     "host-bound; DDP overlapped all-reduce (legacy NCCL names)",
-     [](WorkloadConfig& c, double m) {
-       c.data_wait_ns = scaled(30'000'000, m);
-       c.kernel_ns = 80'000;
-       c.comm = CommMode::kOverlappedBuckets;
-       c.buckets = 4;
-       c.allreduce_ns = 4'000'000;
-       c.nccl_naming = NcclNaming::kLegacy;
-     }},
-    {"item_sync",
-     "hidden_sync: 3 .item() syncs per step (pageable DtoH copy / pinned copy + cudaStreamSynchronize) that "
-     "drain the queue, each followed by 1.5 ms x magnitude of host logging before the next launch",
-     [](WorkloadConfig& c, double m) {
-       c.item_syncs = 3;
-       c.post_sync_host_ns = scaled(1'500'000, m);
-     }},
-    {"pageable_copy",
-     "hidden_sync: the 64 MiB x magnitude input batch copied from pageable memory (cudaMemcpyAsync blocks until "
-     "the stream drained and the copy ran, ~11 ms at 6 GB/s), then 4 ms x magnitude of host batch preparation",
-     [](WorkloadConfig& c, double m) {
-       c.input_copy = InputCopy::kPageableAsync;
-       c.input_bytes = static_cast<uint64_t>(std::llround(double(64ull << 20) * m));
-       c.post_copy_host_ns = scaled(4'000'000, m);
-     }},
-    {"serialized_allreduce",
-     "exposed_collective: 8 ms x magnitude of all-reduce (4 buckets) launched after backward's last kernel, "
-     "the optimizer waiting on it: fully exposed (mangled ncclDevKernel names)",
-     [](WorkloadConfig& c, double m) {
-       c.comm = CommMode::kSerialized;
-       c.buckets = 4;
-       c.allreduce_ns = scaled(8'000'000, m);
-       c.nccl_naming = NcclNaming::kDevKernelMangled;
-     }},
-    {"launch_bound",
-     "launch_bound: 2,000 kernels of ~8 µs per step (600 forward, 1,200 backward, 200 optimizer), each "
-     "issued by a 6 µs launch call after 14 µs x magnitude of Python: the GPU idles between kernels while the "
-     "host launches (~40 ms steps, ~60% idle); magnitude 0 leaves the host faster than the GPU (GPU-bound)",
-     [](WorkloadConfig& c, double m) {
-       c.forward_kernels = 600;
-       c.backward_kernels = 1200;
-       c.optimizer_kernels = 200;
-       c.kernel_ns = 8'000;
-       c.host_gap_ns = scaled(14'000, m);
-     }},
-    {"sync_copy",
-     "sync_memcpy: the 128 MiB x magnitude input batch copied with a synchronous cudaMemcpy from pinned memory "
-     "(blocks until the stream drained and the copy ran, ~6.7 ms at 20 GB/s)",
-     [](WorkloadConfig& c, double m) {
-       c.input_copy = InputCopy::kPinnedSync;
-       c.input_bytes = static_cast<uint64_t>(std::llround(double(128ull << 20) * m));
-     }},
-    {"slow_h2d",
-     "slow_h2d: a 64 MiB pinned input copy that runs at 1/(1 + 4 x magnitude) of the 20 GB/s pinned rate on "
-     "every other step (4 GB/s at magnitude 1: +13.4 ms on the GPU)",
-     [](WorkloadConfig& c, double m) {
-       c.input_bytes = 64ull << 20;
-       c.slow_copy_every = 2;
-       c.slow_copy_factor = 1.0 + 4.0 * m;
-     }},
-    {"moe_overlapped_a2a",
-     "healthy: MoE, 8 forward layers each dispatching and combining its tokens with a 0.6 ms all-to-all "
-     "(NCCL SendRecv under nccl:all_to_all) around 4 expert matmuls; the compute stream never waits for them "
-     "(pipelined dispatch): fully overlapped; no finding expected",
-     [](WorkloadConfig& c, double) {
-       c.moe_layers = 8;
-       c.a2a_overlapped = true;
-     }},
-    {"moe_exposed_a2a",
-     "exposed_collective: MoE, 8 forward layers whose experts wait for the dispatch all-to-all and whose next "
-     "layer waits for the combine (0.6 ms x magnitude each, vs 0.8 ms of expert matmuls): ~9.6 ms x magnitude "
-     "of exposed all-to-all per step",
-     [](WorkloadConfig& c, double m) {
-       c.moe_layers = 8;
-       c.a2a_ns = scaled(600'000, m);
-     }},
-    {"allocator_churn",
-     "allocator_churn: 4 caching-allocator misses mid-forward per step, each a cudaFree that synchronizes the "
-     "device (then 0.3 ms x magnitude) and a 0.5 ms x magnitude cudaMalloc; every 4th step the first "
-     "cudaMalloc stalls 120 ms x magnitude",
-     [](WorkloadConfig& c, double m) {
-       c.allocator_misses = 4;
-       c.free_ns = scaled(300'000, m);
-       c.malloc_ns = scaled(500'000, m);
-       c.malloc_stall_every = 4;
-       c.malloc_stall_ns = scaled(120'000'000, m);
-     }},
-}};
-
-constexpr std::string_view kNoMarksSuffix = "+no_marks";
-
-}  // namespace
-
-const std::vector<std::string>& scenario_names() {
-  static const std::vector<std::string> names = [] {
-    std::vector<std::string> v;
-    for (const ScenarioEntry& s : kScenarios) v.emplace_back(s.name);
-    v.emplace_back("no_marks");
-    return v;
-  }();
-  return names;
-}
-
-std::string_view scenario_description(std::string_view name) {
-  if (name == "no_marks") return "no_step_marks: gpu_bound without ProfilerStep ranges";
-  for (const ScenarioEntry& s : kScenarios) {
-    if (s.name == name) return s.description;
-  }
-  return {};
-}
-
-WorkloadConfig scenario_config(std::string_view name, const ScenarioOptions& options) {
-  WorkloadConfig c;
-  c.steps = options.steps;
-  c.seed = options.seed;
-  c.first_step = options.first_step;
-  c.rank = options.rank;
-  c.scenario = std::string(name);
-
-  std::string_view base = name;
-  if (base == "no_marks") {
-    base = "gpu_bound";
-    c.step_ranges = false;
-  } else if (base.size() > kNoMarksSuffix.size() && base.ends_with(kNoMarksSuffix)) {
-    base.remove_suffix(kNoMarksSuffix.size());
-    c.step_ranges = false;
-  }
-  for (const ScenarioEntry& s : kScenarios) {
-    if (s.name == base) {
-      s.apply(c, options.magnitude);
-      return c;
-    }
-  }
-  throw std::invalid_argument("unknown scenario '" + std::string(name) + "'");
-}
-
-SyntheticRun make_scenario(std::string_view name, const ScenarioOptions& options) {
-  return generate(scenario_config(name, options));
-}
 
 }  // namespace stepwatch::synthetic

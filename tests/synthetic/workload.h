@@ -70,6 +70,7 @@ struct WorkloadConfig {
 
   // Step program.
   int64_t data_wait_ns = 200'000;    // DataLoader wait at the start of each step
+  int64_t data_wait_jitter_ns = 0;   // plus a uniform draw in [0, this)
   InputCopy input_copy = InputCopy::kPinnedAsync;
   uint64_t input_bytes = 16ull << 20;
   int64_t post_copy_host_ns = 0;     // host work between the input copy and the first forward launch
@@ -79,6 +80,11 @@ struct WorkloadConfig {
   int64_t kernel_ns = 200'000;       // mean compute kernel duration (drawn from 0.5x..1.5x)
   int item_syncs = 0;                // `.item()` syncs per step, spread over forward and backward
   int64_t post_sync_host_ns = 0;     // host work after each `.item()` (metric logging) before the next launch
+  bool end_of_step_sync = false;     // the step ends with its result copied to the host (inference: `.cpu()`)
+  // CPU work of the host's own after backward (DDP's unflatten, an optimizer on the CPU), inside a
+  // host range of that name; no launch, no data wait, no blocking call. 0 = none.
+  int64_t host_work_ns = 0;
+  std::string host_work_range = "unflatten_dense_tensors";
 
   CommMode comm = CommMode::kNone;
   int buckets = 4;                   // kOverlappedBuckets
@@ -145,6 +151,7 @@ struct StepTruth {
   // GPU idle while the host was issuing work (Python between CUDA calls, non-blocking calls),
   // outside data waits and drained gaps: the launch-bound loop's overhead.
   int64_t launch_idle_ns = 0;
+  int64_t host_work_idle_ns = 0;  // GPU idle while the host ran `host_work_ns` of CPU work
   // Host time inside synchronous memcpy calls from their copy's start on the GPU to the return,
   // with no compute kernel running (the copy's own cost, without the drain before it).
   int64_t sync_copy_ns = 0;
@@ -169,6 +176,7 @@ struct GroundTruthTimeline {
   // Host activities the catalog detectors judge. Host spans: a transform that moves the host
   // must move them too.
   Spans dispatch;                // Python between CUDA calls and non-blocking CUDA calls
+  Spans host_work;               // the host's own CPU work (`host_work_ns`)
   Spans sync_copy_transfer;      // synchronous memcpy calls, from their copy's GPU start to the return
   Spans pageable_copy_transfer;  // the same for async copies with pageable memory
   std::vector<std::pair<int64_t, int64_t>> allocator_calls;  // cudaMalloc/cudaFree [start, end), sorted

@@ -72,6 +72,8 @@ StepView launch_bound_step() {
   StepView v = step_ms(40);
   v.kernels = 1000;
   v.launches = 1000;
+  v.launched_kernels = 1000;
+  v.prompt_kernels = 950;  // each kernel starts as soon as its launch returns
   v.median_kernel_ns = 8'000;
   v.launch_api_ns = 6'000'000;
   for (int i = 0; i < 1000; ++i) {
@@ -104,23 +106,54 @@ TEST(LaunchBound, CostIsTheLaunchAndHostIdleOfShortGaps) {
   EXPECT_DOUBLE_EQ(std::get<double>(evidence(f[0], "launch_idle_ms")), 6.0);
   EXPECT_DOUBLE_EQ(std::get<double>(evidence(f[0], "dispatch_host_idle_ms")), 14.0);
   EXPECT_EQ(std::get<int64_t>(evidence(f[0], "dispatch_gaps")), 1000);
-  EXPECT_TRUE(contains(f[0].message, "between 1000 short kernels (median 8.0 µs)")) << f[0].message;
-  EXPECT_TRUE(contains(f[0].message, "Fix: fuse kernels (torch.compile), capture the step in CUDA graphs"))
+  EXPECT_TRUE(contains(f[0].message, "between 1000 kernels (median 8.0 µs), 95% of them starting within 50 µs"))
       << f[0].message;
+  EXPECT_TRUE(contains(f[0].message, "Fix: capture the step in CUDA graphs (torch.compile(mode=\"reduce-overhead\")"))
+      << f[0].message;
+  EXPECT_DOUBLE_EQ(std::get<double>(evidence(f[0], "prompt_start_pct")), 95.0);
   EXPECT_EQ(format_log_line(f[0]).rfind("[stepwatch][rank 1][step 4] launch_bound: GPU idle 20.0 ms", 0), 0u);
 }
 
-TEST(LaunchBound, NeedsShortKernelsAndALargeLaunchApiShare) {
-  StepView long_kernels = launch_bound_step();
-  long_kernels.median_kernel_ns = 20'000;
-  EXPECT_TRUE(judge("launch_bound", long_kernels).empty());
+TEST(LaunchBound, JudgesTheLaunchLagNotTheKernelLength) {
+  // A torch.compile'd model: 21.6 µs kernels (over the catalog's 20 µs), still started as soon as
+  // the Python wrapper launched each one: launch-bound.
+  StepView compiled = launch_bound_step();
+  compiled.median_kernel_ns = 21'600;
+  compiled.prompt_kernels = 620;
+  ASSERT_EQ(judge("launch_bound", compiled).size(), 1u);
 
+  // Kernels queued far ahead of their start (the GPU had work): not waiting on the launches.
+  StepView queued = launch_bound_step();
+  queued.prompt_kernels = 200;
+  EXPECT_TRUE(judge("launch_bound", queued).empty());
+
+  // Launch calls not in the data (launched before the capture): no lag evidence.
+  StepView unknown = launch_bound_step();
+  unknown.launched_kernels = unknown.prompt_kernels = 10;
+  EXPECT_TRUE(judge("launch_bound", unknown).empty());
+
+  // The plain-CUDA and ROCm forms of the fix.
+  StepView cuda = launch_bound_step();
+  cuda.stack.framework = Framework::kNone;
+  auto f = judge("launch_bound", cuda);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_TRUE(contains(f[0].message, "Fix: capture the loop in a CUDA graph (cudaStreamBeginCapture")) << f[0].message;
+  StepView rocm = cuda;
+  rocm.stack.rocm = true;
+  f = judge("launch_bound", rocm);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_TRUE(contains(f[0].message, "HIP graph (hipStreamBeginCapture")) << f[0].message;
+  EXPECT_FALSE(contains(f[0].message, "torch")) << f[0].message;
+}
+
+TEST(LaunchBound, NeedsKernelsAndALargeLaunchApiShare) {
   StepView few_launch_calls = launch_bound_step();
   few_launch_calls.launch_api_ns = 1'900'000;  // 4.75% of the step
   EXPECT_TRUE(judge("launch_bound", few_launch_calls).empty());
 
   StepView no_kernels = launch_bound_step();
   no_kernels.kernels = 0;
+  no_kernels.launched_kernels = no_kernels.prompt_kernels = 0;
   no_kernels.median_kernel_ns = 0;
   EXPECT_TRUE(judge("launch_bound", no_kernels).empty());
 }

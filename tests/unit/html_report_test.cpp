@@ -122,7 +122,7 @@ void expect_sane_page(const std::string& html) {
 TEST(HtmlReport, OneBarPerStepAndTheFindingsTable) {
   RankResult r = make_rank(7);
   r.findings = {make_finding(2), make_finding(5)};
-  r.summary.findings["input_starvation"] = {2, 16.0};
+  r.summary.findings["input_starvation"] = {2, 16.0, TaxShare::kOwn, {}};
   const std::string html = render({r});
   expect_sane_page(html);
   EXPECT_EQ(count(html, "<g class=\"bar\">"), 7u);
@@ -144,7 +144,7 @@ TEST(HtmlReport, EscapesNamesFromTheTrace) {
   Finding f = make_finding(1);
   f.message = "a <b> & \"c\" 'd'. Fix: <e>";
   r.findings = {f};
-  r.summary.findings["input_starvation"] = {1, 8.0};
+  r.summary.findings["input_starvation"] = {1, 8.0, TaxShare::kOwn, {}};
   const std::string html = render({r}, HtmlReportOptions{"title <&>"});
   expect_sane_page(html);
   EXPECT_EQ(html.find("<script>"), std::string::npos);
@@ -189,7 +189,7 @@ TEST(HtmlReport, OneStepAndAZeroLengthStep) {
 TEST(HtmlReport, TenThousandStepsAreAggregated) {
   RankResult r = make_rank(10'000);
   for (int64_t s = 0; s < 10'000; s += 10) r.findings.push_back(make_finding(s));
-  r.summary.findings["input_starvation"] = {1000, 8000.0};
+  r.summary.findings["input_starvation"] = {1000, 8000.0, TaxShare::kOwn, {}};
   HtmlReportOptions options;
   const std::string html = render({r}, options);
   expect_sane_page(html);

@@ -72,7 +72,7 @@ TEST(Jsonl, FindingAndSummaryRecords) {
   s.rank = 1;
   s.steps = 2;
   s.comm_comp_overlap_pct = std::nan("");
-  s.findings["hidden_sync"] = {2, 24.5};
+  s.findings["hidden_sync"] = {2, 24.5, TaxShare::kOwn, {}};
   const auto js = nlohmann::ordered_json::parse(jsonl_summary(s));
   EXPECT_TRUE(js["comm_comp_overlap_pct"].is_null());
   EXPECT_EQ(js["findings"]["hidden_sync"]["steps"], 2);

@@ -1,11 +1,13 @@
 // The step pipeline's own bounds: the exit path's time bound (steps not judged in time are counted
 // as skipped, the summary is still built) and the retention cap (steps whose events were evicted
-// before they were judged are incomplete, never judged from what is left).
+// before they were judged are incomplete, never judged from what is left); and which empty
+// windows are no steps (only the profiler's closing one).
 #include <gtest/gtest.h>
 
 #include "stepwatch/core/step_pipeline.h"
 #include "stepwatch/detectors/registry.h"
 #include "synthetic/workload.h"
+#include "trace_builder.h"
 
 namespace stepwatch {
 namespace {
@@ -54,6 +56,48 @@ TEST(StepPipeline, WithoutADeadlineEveryStepIsJudged) {
   EXPECT_EQ(rec.steps.size(), 6u);
   EXPECT_EQ(rec.summary.skipped_steps, 0);
   EXPECT_EQ(rec.summary.judged_steps, 6);
+}
+
+// Three 10 ms steps with a kernel each, then (`tail`) a fourth of 49 µs holding nothing, or
+// (`middle`) that empty one between the second and third. `flags` marks every step range (the C
+// API's kExplicitStep); without, they are ProfilerStep ranges.
+Recorder run_steps(bool tail, bool middle, uint8_t flags = 0) {
+  testing::TraceBuilder b;
+  auto step = [&](double start_us, double end_us, int k) {
+    b.range(start_us, end_us, "ProfilerStep#" + std::to_string(k));
+    b.trace.events.back().flags |= flags;
+    b.trace.events.back().step = k;
+  };
+  double t = 0;
+  for (int k = 1; k <= 3; ++k) {
+    if (middle && k == 3) {
+      step(t, t + 49, 99);
+      t += 60;
+    }
+    step(t, t + 10'000, k);
+    b.launch(t + 10, t + 20, 100 + k).kernel(t + 30, t + 9'000, 100 + k);
+    t += 10'000;
+  }
+  if (tail) step(t + 10, t + 59, 4);
+  Recorder rec;
+  StepPipeline p(PipelineOptions{}, b.trace.names, rec, make_detectors({}));
+  p.ingest(b.trace.events);
+  p.finish();
+  return rec;
+}
+
+TEST(StepPipeline, TheProfilersClosingEmptyStepIsNoStep) {
+  const Recorder closing = run_steps(true, false);
+  EXPECT_EQ(closing.steps.size(), 3u);
+  EXPECT_EQ(closing.summary.time.dropped_windows, 1);
+  // Negative: an empty step between others is the data's (kept, judged), and so is a closing one
+  // the program marked itself through the C API.
+  const Recorder middle = run_steps(false, true);
+  EXPECT_EQ(middle.steps.size(), 4u);
+  EXPECT_EQ(middle.summary.time.dropped_windows, 0);
+  const Recorder explicit_steps = run_steps(true, false, event_flags::kExplicitStep);
+  EXPECT_EQ(explicit_steps.steps.size(), 4u);
+  EXPECT_EQ(explicit_steps.summary.time.dropped_windows, 0);
 }
 
 // The analysis thread fell behind (no watermark yet) while events kept coming: past the cap the

@@ -53,6 +53,8 @@ RankResult analyze_rank(Trace& trace, int rank, const AnalysisConfig& config,
   LossSnapshot skipped;
   for (const auto& [reason, n] : trace.skipped) skipped.add_records(reason, n);
   pipeline.set_losses(skipped);
+  const auto gpu_records = static_cast<int64_t>(
+      std::count_if(trace.events.begin(), trace.events.end(), [](const Event& e) { return e.is_gpu_record(); }));
   pipeline.ingest(std::move(trace.events));
   pipeline.finish();
   trace.events = pipeline.release_events();
@@ -65,6 +67,8 @@ RankResult analyze_rank(Trace& trace, int rank, const AnalysisConfig& config,
   for (CollectingReporter::Step& s : reporter.steps) result.steps.push_back(std::move(s.view));
   result.findings = reporter.take_findings();
   result.summary = std::move(reporter.summary);
+  result.gpu_records = gpu_records;
+  result.gpu_traced = trace.gpu_traced;
   return result;
 }
 

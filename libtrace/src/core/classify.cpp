@@ -1,6 +1,7 @@
 #include "stepwatch/core/classify.h"
 
 #include <array>
+#include <string>
 #include <utility>
 
 namespace stepwatch {
@@ -24,20 +25,28 @@ std::string_view strip_version(std::string_view name) {
   }
 }
 
-}  // namespace
-
-ApiClass classify_api(std::string_view raw) {
-  std::string_view name = strip_version(raw);
-  // Strip API family prefixes so one table serves runtime, driver and HIP names. A family prefix
-  // is followed by an upper-case letter: cudnn*, cublas*, cufft* are libraries, not CUDA calls.
-  std::string_view base;
+// Whether a name is a CUDA runtime/driver or HIP call: a family prefix followed by an upper-case
+// letter (cudnn*, cublas*, cufft* are libraries, not CUDA calls).
+std::string_view api_base(std::string_view name) {
   for (std::string_view prefix : {"__cuda", "cuda", "hip", "cu"}) {
     if (starts_with(name, prefix) && name.size() > prefix.size() && name[prefix.size()] >= 'A' &&
         name[prefix.size()] <= 'Z') {
-      base = name.substr(prefix.size());
-      break;
+      return name.substr(prefix.size());
     }
   }
+  return {};
+}
+
+}  // namespace
+
+std::string_view display_name(std::string_view name) {
+  return api_base(name).empty() ? name : strip_version(name);
+}
+
+ApiClass classify_api(std::string_view raw) {
+  std::string_view name = strip_version(raw);
+  // Strip API family prefixes so one table serves runtime, driver and HIP names.
+  const std::string_view base = api_base(name);
   if (base.empty()) return ApiClass::kOther;
 
   if (contains(base, "Launch")) {
@@ -131,6 +140,31 @@ CollectiveType classify_collective(std::string_view kernel) {
   return CollectiveType::kOther;
 }
 
+CollectiveType classify_collective_op(std::string_view op) {
+  // PyTorch's operation names ("allreduce", "_allgather_base", "reduce_scatter_tensor", "all_to_all",
+  // "send", "recv") in any case, with or without underscores.
+  std::string norm;
+  for (char c : op) {
+    if (c == '_' || c == ' ') continue;
+    norm += c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
+  }
+  static constexpr std::array<std::pair<std::string_view, CollectiveType>, 9> ops = {{
+      {"allreduce", CollectiveType::kAllReduce},
+      {"allgather", CollectiveType::kAllGather},
+      {"reducescatter", CollectiveType::kReduceScatter},
+      {"alltoall", CollectiveType::kAllToAll},
+      {"broadcast", CollectiveType::kBroadcast},
+      {"sendrecv", CollectiveType::kSendRecv},
+      {"send", CollectiveType::kSendRecv},
+      {"recv", CollectiveType::kSendRecv},
+      {"reduce", CollectiveType::kReduce},
+  }};
+  for (const auto& [p, type] : ops) {
+    if (starts_with(norm, p)) return type;
+  }
+  return CollectiveType::kOther;
+}
+
 namespace {
 MemoryKind memory_from_word(std::string_view w) {
   if (w == "Pageable") return MemoryKind::kPageable;
@@ -176,6 +210,16 @@ bool is_blocking(ApiClass cls, MemoryKind host_side_memory) {
       return host_side_memory == MemoryKind::kPageable;
     default:
       return false;
+  }
+}
+
+MemoryKind host_side_memory(const Event& copy) {
+  switch (copy.copy_kind()) {
+    case CopyKind::kHtoD: return copy.src_memory;
+    case CopyKind::kDtoH: return copy.dst_memory;
+    case CopyKind::kHtoH:
+      return copy.src_memory == MemoryKind::kPageable ? copy.src_memory : copy.dst_memory;
+    default: return MemoryKind::kUnknown;
   }
 }
 

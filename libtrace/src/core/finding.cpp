@@ -1,5 +1,6 @@
 #include "stepwatch/core/finding.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -21,6 +22,33 @@ std::string format_log_line(const Finding& f) {
   line += ": ";
   line += f.message;
   return line;
+}
+
+void link_refinements(std::vector<Finding>& findings) {
+  // A refinement whose umbrella did not fire on this step claims a part of the step nothing else
+  // claims (a synchronous copy that kept the copy engine busy left no idle for hidden_sync): its
+  // cost is the step's own.
+  for (Finding& f : findings) {
+    if (f.tax_share != TaxShare::kRefinement) continue;
+    const bool umbrella = std::any_of(findings.begin(), findings.end(), [&](const Finding& u) {
+      return u.tax_share == TaxShare::kOwn && u.detector == f.refines;
+    });
+    if (!umbrella) f.tax_share = TaxShare::kOwn;
+  }
+  for (Finding& umbrella : findings) {
+    if (umbrella.tax_share != TaxShare::kOwn) continue;
+    std::vector<std::string> refined_by;
+    for (const Finding& f : findings) {
+      if (f.tax_share == TaxShare::kRefinement && f.refines == umbrella.detector) refined_by.push_back(f.detector);
+    }
+    if (refined_by.empty()) continue;
+    std::string see = " (see ";
+    for (size_t i = 0; i < refined_by.size(); ++i) see += (i ? ", " : "") + refined_by[i];
+    see += ")";
+    const size_t fix_at = umbrella.message.find(". Fix: ");
+    umbrella.message.insert(fix_at == std::string::npos ? umbrella.message.size() : fix_at, see);
+    umbrella.with("refined_by", std::move(refined_by));
+  }
 }
 
 std::string format_ms(int64_t ns) {

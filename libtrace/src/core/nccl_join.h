@@ -13,13 +13,16 @@
 #include <span>
 
 #include "stepwatch/core/event.h"
+#include "stepwatch/core/name_table.h"
 
 namespace stepwatch {
 
-// For each NCCL kernel without a size whose launch call lies inside an NCCL operation range on the
-// same thread (the innermost one): sets the kernel's `bytes` to the range's message size, and its
-// `collective` from the range when the kernel name did not tell (kOther). Returns the number of
-// kernels joined. Events in any order.
-size_t attach_nccl_ranges(std::span<Event> events);
+// For each NCCL kernel without a size or a type whose launch call lies inside an NCCL operation
+// range on the same thread (the innermost one): sets the kernel's `bytes` to the range's message
+// size when it carries one, and its `collective` from the range when the kernel name did not tell
+// (kOther: RCCL's and NCCL's ncclDevKernel_Generic). With `names`, PyTorch's `nccl:<op>` profiler
+// ops and NCCL/RCCL call ranges (`ncclAllReduce`) count as operation ranges too (offline traces:
+// their ranges carry no decoded payload). Returns the number of kernels joined. Events in any order.
+size_t attach_nccl_ranges(std::span<Event> events, const NameTable* names = nullptr);
 
 }  // namespace stepwatch

@@ -1,5 +1,7 @@
 #include "stepwatch/core/run_summary.h"
 
+#include <algorithm>
+
 namespace stepwatch {
 
 std::string_view to_string(StepStatus s) {
@@ -21,6 +23,13 @@ void RunSummaryBuilder::add_step(const StepView& v, StepStatus status, std::span
     case StepStatus::kIncomplete: ++incomplete_; break;
   }
   for (const Finding& f : findings) add_run_finding(f);
+  if (status == StepStatus::kJudged) {
+    // Each idle interval once: only the step's own costs, never more than the step itself.
+    double own_ms = 0;
+    for (const Finding& f : findings) own_ms += f.tax_share == TaxShare::kOwn ? f.cost_ms : 0.0;
+    tax_ms_ += std::min(own_ms, ms_of(v.duration_ns()));
+    judged_wall_ns_ += v.duration_ns();
+  }
   // Without a GPU breakdown a step would read as all idle: it stays out of the totals.
   if (!has_breakdown(status)) return;
   ++with_breakdown_;
@@ -37,6 +46,10 @@ void RunSummaryBuilder::add_run_finding(const Finding& f) {
   DetectorTotal& t = findings_[f.detector];
   ++t.steps;
   t.cost_ms += f.cost_ms;
+  // A detector that stood on its own on any step (a refinement without its umbrella) is reported
+  // as its own, not nested under an umbrella that may never have fired.
+  if (t.steps == 1 || f.tax_share == TaxShare::kOwn) t.tax_share = f.tax_share;
+  t.refines = t.tax_share == TaxShare::kRefinement ? f.refines : std::string();
 }
 
 RunSummary RunSummaryBuilder::build() const {
@@ -59,6 +72,9 @@ RunSummary RunSummaryBuilder::build() const {
     for (IdleCause c : kIdleCauses) s.idle_ms[static_cast<size_t>(c)] = ms_of(idle_[c]) / n;
   }
   s.comm_comp_overlap_pct = overlap_pct_;
+  s.time = time_;
+  s.tax_ms = tax_ms_;
+  s.tax_pct = judged_wall_ns_ > 0 ? 100.0 * tax_ms_ / ms_of(judged_wall_ns_) : 0.0;
   s.findings = findings_;
   s.data_loss = losses_;
   return s;

@@ -5,6 +5,8 @@
 #include <limits>
 #include <unordered_map>
 
+#include "stepwatch/core/classify.h"
+
 
 namespace stepwatch {
 namespace {
@@ -71,6 +73,7 @@ struct Record {
   int64_t key = 0;  // launch order: the launching call's start, else the record's start
   const Event* event = nullptr;
   const Event* launcher = nullptr;
+  bool launched_in_data = false;  // its launch call is in the data (not queued before the capture)
 };
 
 // The GPU records in program order, with, for each, the host pause before it (or the GPU idle
@@ -78,8 +81,41 @@ struct Record {
 struct LaunchSequence {
   std::vector<Record> recs;
   std::vector<int64_t> pause, begin;
+  // The end of the record before each one on its stream (INT64_MIN: none): where the GPU finished
+  // the work queued before it. A step cut there holds the GPU work its host window launched even
+  // when the GPU runs far behind the host.
+  std::vector<int64_t> stream_prev_end;
   std::vector<uint8_t> known;  // whether anything precedes the record (its pause is known)
   bool by_launch = false;
+};
+
+// Every GPU record of each stream (those queued before the capture included), by start: where the
+// GPU finished the work queued on a record's stream before it.
+class StreamIndex {
+ public:
+  explicit StreamIndex(std::span<const Event> events) {
+    for (const Event& e : events) {
+      if (e.is_gpu_record()) by_stream_[e.stream].push_back(&e);
+    }
+    for (auto& [stream, list] : by_stream_) {
+      std::sort(list.begin(), list.end(), [](const Event* a, const Event* b) { return a->start_ns < b->start_ns; });
+      std::vector<int64_t>& ends = prefix_end_[stream];
+      for (const Event* e : list) ends.push_back(std::max(ends.empty() ? e->end_ns : ends.back(), e->end_ns));
+    }
+  }
+  // The latest end among the records of `r`'s stream that started before it (INT64_MIN: none).
+  int64_t prev_end(const Event& r) const {
+    auto it = by_stream_.find(r.stream);
+    if (it == by_stream_.end()) return std::numeric_limits<int64_t>::min();
+    const auto before = std::lower_bound(it->second.begin(), it->second.end(), r.start_ns,
+                                         [](const Event* x, int64_t t) { return x->start_ns < t; });
+    if (before == it->second.begin()) return std::numeric_limits<int64_t>::min();
+    return prefix_end_.at(r.stream)[static_cast<size_t>(before - it->second.begin()) - 1];
+  }
+
+ private:
+  std::unordered_map<uint32_t, std::vector<const Event*>> by_stream_;
+  std::unordered_map<uint32_t, std::vector<int64_t>> prefix_end_;  // running max of end, by start
 };
 
 // `force_by_launch`: 1 or 0 to keep the order chosen at the lock, -1 to choose.
@@ -107,6 +143,7 @@ LaunchSequence build_sequence(std::span<const Event> events, int force_by_launch
       if (it != call_of.end()) r.launcher = it->second;
     }
     launched += r.launcher != nullptr;
+    r.launched_in_data = r.launcher != nullptr;
     seq.recs.push_back(r);
   }
   // Launch order is program order; GPU order interleaves streams. Records without their call in
@@ -126,6 +163,9 @@ LaunchSequence build_sequence(std::span<const Event> events, int force_by_launch
   seq.pause.assign(total, 0);
   seq.begin.assign(total, 0);
   seq.known.assign(total, 0);
+  seq.stream_prev_end.assign(total, std::numeric_limits<int64_t>::min());
+  const StreamIndex streams(events);
+  for (size_t i = 0; i < total; ++i) seq.stream_prev_end[i] = streams.prev_end(*seq.recs[i].event);
   int64_t gpu_end = std::numeric_limits<int64_t>::min();
   for (size_t i = 0; i < total; ++i) {
     const Event& e = *seq.recs[i].event;
@@ -156,6 +196,16 @@ LaunchSequence build_sequence(std::span<const Event> events, int force_by_launch
 }
 
 // ---- the period and the phase ------------------------------------------------------------------------
+
+// Whether `longer` is (nearly) a whole multiple of `shorter`: within one record or 2% (a loop whose
+// record count varies by one between steps has the same period).
+bool is_multiple(size_t longer, size_t shorter) {
+  if (shorter == 0) return false;
+  const size_t k = (longer + shorter / 2) / shorter;
+  if (k == 0) return false;
+  const size_t diff = longer > k * shorter ? longer - k * shorter : k * shorter - longer;
+  return double(diff) <= std::max(1.0, 0.02 * double(longer));
+}
 
 // Candidates are the distances between consecutive occurrences of a name; the period is the
 // smallest whose score (share of records equal to the one a period later) is >= min_match and
@@ -195,12 +245,18 @@ std::optional<std::pair<size_t, double>> find_period(const LaunchSequence& seq, 
     score[c] = double(same) / double(n - p);
     best = std::max(best, score[c]);
   }
+  // Among the candidates that score as well as the best, the longest that is not a multiple of a
+  // shorter one: a multiple of the step period scores the same and is no new period, but a longer
+  // period that is no multiple is the loop around the shorter one (layers inside a step, micro-batches
+  // inside an optimizer step).
+  std::optional<std::pair<size_t, double>> chosen;
   for (size_t c = 0; c < candidates.size(); ++c) {
-    if (score[c] >= params.min_match && score[c] >= best - params.match_slack) {
-      return std::make_pair(candidates[c].first, score[c]);
-    }
+    if (score[c] < params.min_match || score[c] < best - params.match_slack) continue;
+    const size_t p = candidates[c].first;
+    if (chosen && is_multiple(p, chosen->first)) continue;
+    chosen = std::make_pair(p, score[c]);
   }
-  return std::nullopt;
+  return chosen;
 }
 
 // The position in the period where a step begins, as the index of its occurrence in a reference
@@ -264,15 +320,125 @@ std::vector<size_t> chain(const LaunchSequence& seq, size_t from, size_t period,
 }
 
 // Boundaries from cuts: a cut with nothing before it in the data (the capture's first call) does
-// not show where its step began (the data wait before it is not in the data).
+// not show where its step began (the data wait before it is not in the data). A boundary is where
+// the host began the step, or — when the GPU runs behind the host — where the GPU finished the work
+// queued before the cut record on its stream, whichever is later: the window then holds the GPU
+// work its host window launched. (The stream's previous record ended before the cut record began,
+// so whenever the cut record is in the data, live or offline, so is it.)
 std::vector<int64_t> bounds_of(const LaunchSequence& seq, const std::vector<size_t>& cuts) {
+  std::vector<int64_t> bounds;
+  for (size_t c : cuts) {
+    if (seq.known[c]) bounds.push_back(std::max(seq.begin[c], seq.stream_prev_end[c]));
+  }
+  std::sort(bounds.begin(), bounds.end());
+  bounds.erase(std::unique(bounds.begin(), bounds.end()), bounds.end());
+  return bounds;
+}
+
+// Whether inferred windows are steps of this data: they hold at least `min_share` of its GPU busy
+// time and of the span from its first GPU record to its last. Windows that hold almost none are
+// something else repeating — the layers of one forward pass launched far ahead of the GPU (24
+// windows of 0.9 ms with no kernel in them), or a short periodic stretch of a long trace (36 layer
+// windows covering 28 ms of a 987 ms capture).
+// (GPU work queued before the capture began — records without their launch call, dropped from a
+// launch-ordered sequence — belongs to no step and is not counted.)
+// Live (before the end), only the work launched before the last boundary counts: what comes after it
+// belongs to steps not formed yet.
+bool covers_the_gpu_work(const std::vector<StepWindow>& windows, const LaunchSequence& seq, double min_share,
+                         int64_t key_limit) {
+  std::vector<Interval> gpu, covered;
+  Interval span{std::numeric_limits<int64_t>::max(), std::numeric_limits<int64_t>::min()};
+  const bool any_launched =
+      std::any_of(seq.recs.begin(), seq.recs.end(), [](const Record& r) { return r.launched_in_data; });
+  for (const Record& r : seq.recs) {
+    if ((any_launched && !r.launched_in_data) || r.key >= key_limit) continue;
+    const Event& e = *r.event;
+    gpu.push_back({e.start_ns, e.end_ns});
+    span.start = std::min(span.start, e.start_ns);
+    span.end = std::max(span.end, e.end_ns);
+  }
+  for (const StepWindow& w : windows) covered.push_back({w.start_ns, w.end_ns});
+  const IntervalSet busy = IntervalSet::from_unsorted(std::move(gpu));
+  const IntervalSet in_steps = IntervalSet::from_unsorted(std::move(covered));
+  if (busy.total_length() == 0 || span.end <= span.start) return true;
+  const double busy_share = double(busy.intersect(in_steps).total_length()) / double(busy.total_length());
+  const double span_share = double(in_steps.measure_within(span.start, span.end)) / double(span.end - span.start);
+  return busy_share >= min_share && span_share >= min_share;
+}
+
+// The host's own boundaries of the cuts (where the host began each step), for the pacing check.
+std::vector<int64_t> host_bounds_of(const LaunchSequence& seq, const std::vector<size_t>& cuts) {
   std::vector<int64_t> bounds;
   for (size_t c : cuts) {
     if (seq.known[c]) bounds.push_back(seq.begin[c]);
   }
   std::sort(bounds.begin(), bounds.end());
-  bounds.erase(std::unique(bounds.begin(), bounds.end()), bounds.end());
   return bounds;
+}
+
+int64_t median_spacing(const std::vector<int64_t>& bounds) {
+  std::vector<int64_t> d;
+  for (size_t i = 0; i + 1 < bounds.size(); ++i) d.push_back(bounds[i + 1] - bounds[i]);
+  return static_cast<int64_t>(upper_median(std::move(d)));
+}
+
+// Host boundaries (optimizer range ends) moved to where the GPU finished the work launched before
+// them (bounds_of's rule), through the first GPU record launched at or after each. Live (not
+// `final`), a boundary whose deciding record may still be missing — a call after it that creates
+// GPU work has no record in the data yet — waits, with every later one.
+std::vector<int64_t> align_host_bounds(std::span<const Event> events, const std::vector<int64_t>& host, bool final) {
+  std::unordered_map<uint64_t, const Event*> record_of;  // GPU records by correlation
+  int64_t gpu_end = std::numeric_limits<int64_t>::min();
+  for (const Event& e : events) {
+    if (!e.is_gpu_record()) continue;
+    gpu_end = std::max(gpu_end, e.end_ns);
+    if (e.correlation != 0) record_of.emplace(e.correlation, &e);
+  }
+  std::vector<const Event*> calls;  // calls that create GPU work, by start
+  for (const Event& e : events) {
+    const ApiClass c = e.api_class();
+    if (e.kind == EventKind::kApiCall && e.correlation != 0 &&
+        (is_enqueue(c) || c == ApiClass::kMemcpySync || c == ApiClass::kMemsetSync)) {
+      calls.push_back(&e);
+    }
+  }
+  std::sort(calls.begin(), calls.end(), [](const Event* a, const Event* b) { return a->start_ns < b->start_ns; });
+  const StreamIndex streams(events);
+  std::vector<int64_t> out;
+  for (int64_t h : host) {
+    auto c = std::lower_bound(calls.begin(), calls.end(), h, [](const Event* x, int64_t t) { return x->start_ns < t; });
+    auto r = c == calls.end() ? record_of.end() : record_of.find((*c)->correlation);
+    if (!final && r == record_of.end()) break;  // its record may still come
+    int64_t b = h;
+    if (r != record_of.end()) {
+      b = std::max(h, streams.prev_end(*r->second));
+    } else if (c == calls.end()) {
+      b = std::max(h, gpu_end);  // nothing launched after it (the data's last step): all the work ended
+    }
+    out.push_back(std::max(b, out.empty() ? b : out.back()));
+  }
+  return out;
+}
+
+// Where the GPU work launched at or after `key` (launch order) ends: the last step ends there when
+// the GPU runs behind the host, as it ends at the host's last call when it does not.
+int64_t gpu_end_from(const LaunchSequence& seq, int64_t key) {
+  int64_t end = std::numeric_limits<int64_t>::min();
+  for (const Record& r : seq.recs) {
+    if (r.key >= key) end = std::max(end, r.event->end_ns);
+  }
+  return end;
+}
+
+// The host time of the phase record whose boundary is `bound` (where its step's host work began):
+// live retention keeps the data from there, so that the next cut finds its launch calls.
+int64_t host_begin_of_bound(const LaunchSequence& seq, NameId phase, int64_t bound) {
+  for (size_t i = 0; i < seq.recs.size(); ++i) {
+    if (seq.recs[i].event->name == phase && seq.known[i] && std::max(seq.begin[i], seq.stream_prev_end[i]) == bound) {
+      return seq.begin[i];
+    }
+  }
+  return bound;
 }
 
 std::string period_description(bool by_launch, size_t period, double match) {
@@ -314,12 +480,16 @@ std::optional<std::vector<StepWindow>> StepInferrer::lock(std::span<const Event>
   std::vector<int64_t> bounds;
   std::string first_name;
   std::vector<int64_t> ends = optimizer_ends(events, names, &first_name);
+  LaunchSequence seq = build_sequence(events, -1);
+  by_launch_ = seq.by_launch ? 1 : 0;
+  int64_t tail_key = std::numeric_limits<int64_t>::max();  // the last step's GPU work is launched from here
   if (static_cast<int>(ends.size()) >= params_.min_optimizer_ranges) {
     inference_.method = kInferredFromOptimizer;
     inference_.description = "the ends of " + std::to_string(ends.size()) + " optimizer ranges ('" + first_name + "')";
-    bounds = std::move(ends);
+    bounds = align_host_bounds(events, ends, final);
+    if (!bounds.empty()) last_host_bound_ = ends[bounds.size() - 1];
+    tail_key = last_host_bound_;
   } else {
-    LaunchSequence seq = build_sequence(events, -1);
     const size_t n = std::min(seq.recs.size(), params_.max_records);
     const auto period = find_period(seq, params_);
     if (!period) return std::nullopt;
@@ -331,26 +501,40 @@ std::optional<std::vector<StepWindow>> StepInferrer::lock(std::span<const Event>
     for (size_t c : chain(seq, ref, period->first, phase_name_, +1, horizon)) cuts.push_back(c);
     for (size_t c : chain(seq, ref, period->first, phase_name_, -1, horizon)) cuts.push_back(c);
     bounds = bounds_of(seq, cuts);
+    // A loop's step takes as long on the host as on the GPU (the slower side paces the other). A
+    // repeating stretch the host issues far faster than the GPU runs it is one burst of queued work
+    // — the layers of a single forward pass — not a loop.
+    const int64_t host_spacing = median_spacing(host_bounds_of(seq, cuts));
+    if (host_spacing > 0 && median_spacing(bounds) > 2 * host_spacing) return std::nullopt;
     inference_.method = kInferredFromKernelPeriod;
     inference_.period_records = static_cast<int>(period->first);
     inference_.match = period->second;
     inference_.description = period_description(seq.by_launch, period->first, period->second);
-    by_launch_ = seq.by_launch ? 1 : 0;
+    tail_key = seq.recs[*std::max_element(cuts.begin(), cuts.end())].key;
   }
   if (bounds.size() < 2) return std::nullopt;
   // The head window (before the first boundary) is judged against the body's median, as the tail is.
   std::vector<int64_t> body_ns;
   for (size_t i = 0; i + 1 < bounds.size(); ++i) body_ns.push_back(bounds[i + 1] - bounds[i]);
   std::vector<StepWindow> windows;
-  if (extent.start < bounds.front() && looks_like_a_step(bounds.front() - extent.start, upper_median(body_ns))) {
-    windows.push_back(StepWindow{extent.start, bounds.front(), ordinal_++, StepSource::kInferred});
+  // The head begins where the GPU began the first work launched in the data (after what was queued
+  // before the capture), or at the data's start.
+  const int64_t head_start =
+      seq.recs.empty() ? extent.start : std::max(extent.start, seq.stream_prev_end.front());
+  if (head_start < bounds.front() && looks_like_a_step(bounds.front() - head_start, upper_median(body_ns))) {
+    windows.push_back(StepWindow{head_start, bounds.front(), ordinal_++, StepSource::kInferred});
   }
-  for (StepWindow& w : finish_windows(std::move(bounds), host_end(events, extent), final)) windows.push_back(w);
-  if (windows.size() < 2) {
+  const int64_t tail_end = std::max(host_end(events, extent), gpu_end_from(seq, tail_key));
+  for (StepWindow& w : finish_windows(std::move(bounds), tail_end, final)) windows.push_back(w);
+  if (windows.size() < 2 ||
+      !covers_the_gpu_work(windows, seq, params_.min_gpu_coverage,
+                           final ? std::numeric_limits<int64_t>::max() : tail_key)) {
     *this = StepInferrer(params_);
     return std::nullopt;
   }
   locked_ = true;
+  resume_host_ns_ = inference_.method == kInferredFromOptimizer ? last_host_bound_
+                                                                 : host_begin_of_bound(seq, phase_name_, last_bound_);
   return windows;
 }
 
@@ -358,29 +542,44 @@ std::vector<StepWindow> StepInferrer::take_ready(std::span<const Event> events, 
                                                  Interval extent, int64_t limit_ns, bool final) {
   if (!locked_) return {};
   std::vector<int64_t> bounds;
+  const LaunchSequence seq = build_sequence(events, by_launch_);
+  int64_t tail_key = last_host_bound_;
   if (inference_.method == kInferredFromOptimizer) {
+    std::vector<int64_t> ends;
     for (int64_t end : optimizer_ends(events, names, nullptr)) {
-      if (end > last_bound_ && end <= limit_ns) bounds.push_back(end);
+      if (end > last_host_bound_ && end <= limit_ns) ends.push_back(end);
     }
+    for (int64_t b : align_host_bounds(events, ends, final)) {
+      if (b > limit_ns) break;
+      last_host_bound_ = ends[bounds.size()];
+      bounds.push_back(b);
+    }
+    tail_key = last_host_bound_;
   } else {
-    const LaunchSequence seq = build_sequence(events, by_launch_);
     const auto period = static_cast<size_t>(inference_.period_records);
     // The anchor: the phase record the last window ended at (the first one after it when that
     // record is no longer in the data).
     size_t anchor = seq.recs.size();
     for (size_t i = 0; i < seq.recs.size(); ++i) {
-      if (seq.recs[i].event->name != phase_name_ || !seq.known[i] || seq.begin[i] < last_bound_) continue;
+      if (seq.recs[i].event->name != phase_name_ || !seq.known[i]) continue;
+      if (std::max(seq.begin[i], seq.stream_prev_end[i]) < last_bound_) continue;
       anchor = i;
       break;
     }
     if (anchor < seq.recs.size()) {
       const size_t horizon = final ? SIZE_MAX : seq.recs.size();
-      for (int64_t b : bounds_of(seq, chain(seq, anchor, period, phase_name_, +1, horizon))) {
+      const std::vector<size_t> cuts = chain(seq, anchor, period, phase_name_, +1, horizon);
+      for (int64_t b : bounds_of(seq, cuts)) {
         if (b > last_bound_ && b <= limit_ns) bounds.push_back(b);
       }
+      tail_key = seq.recs[cuts.empty() ? anchor : cuts.back()].key;
     }
   }
-  return finish_windows(std::move(bounds), host_end(events, extent), final);
+  const int64_t tail_end = std::max(host_end(events, extent), final ? gpu_end_from(seq, tail_key) : INT64_MIN);
+  std::vector<StepWindow> out = finish_windows(std::move(bounds), tail_end, final);
+  resume_host_ns_ = inference_.method == kInferredFromOptimizer ? last_host_bound_
+                                                                 : host_begin_of_bound(seq, phase_name_, last_bound_);
+  return out;
 }
 
 std::optional<StepInference> infer_steps(std::span<const Event> events, const NameTable& names, Interval extent,

@@ -57,6 +57,7 @@ struct StepInferenceParams {
   double match_slack = 0.02;     // smallest candidate within this of the best score
   size_t max_records = 50'000;   // the period is searched in the first records only
   size_t max_candidates = 256;   // the most frequent candidate distances are scored
+  double min_gpu_coverage = 0.5; // the windows hold this share of the GPU busy time and GPU span
 };
 
 struct StepInference {
@@ -88,6 +89,10 @@ class StepInferrer {
   std::vector<StepWindow> take_ready(std::span<const Event> events, const NameTable& names, Interval extent,
                                      int64_t limit_ns, bool final);
 
+  // After the lock: the host time from which the events must be kept for the next windows (the last
+  // boundary's host side: its launch calls may lie far before it in time when the GPU runs behind).
+  int64_t resume_host_ns() const { return resume_host_ns_; }
+
   std::string_view method() const { return inference_.method; }
   const std::string& description() const { return inference_.description; }
   int period_records() const { return inference_.period_records; }
@@ -101,6 +106,8 @@ class StepInferrer {
   NameId phase_name_ = kNoName;   // kernel period: the record each step begins with
   int by_launch_ = -1;            // kernel period: the sequence order chosen at the lock
   int64_t last_bound_ = INT64_MIN;
+  int64_t last_host_bound_ = INT64_MIN;  // optimizer ranges: the host boundary last_bound_ came from
+  int64_t resume_host_ns_ = INT64_MIN;
   int64_t ordinal_ = 0;
   std::vector<int64_t> recent_ns_;  // durations of the last windows (the tail's "looks like a step")
 };

@@ -4,6 +4,8 @@
 
 #include "core/nccl_join.h"
 #include "core/step_inference.h"
+#include "stepwatch/core/outside_steps.h"
+#include "stepwatch/core/stats.h"
 #include "stepwatch/core/timeline.h"
 
 namespace stepwatch {
@@ -12,6 +14,19 @@ namespace {
 bool overlaps(const std::vector<std::pair<int64_t, int64_t>>& intervals, const StepWindow& w) {
   return std::any_of(intervals.begin(), intervals.end(),
                      [&](const auto& iv) { return iv.first < w.end_ns && iv.second > w.start_ns; });
+}
+
+// 1: the name shows PyTorch (its profiler's op and step ranges, ATen kernels); 2: a ROCm program
+// (HIP runtime calls); 0: neither.
+uint8_t stack_evidence(std::string_view name, EventKind kind) {
+  if (kind == EventKind::kApiCall) return name.starts_with("hip") ? 2 : 0;
+  if (kind == EventKind::kKernel) {
+    return name.find("at::native") != std::string_view::npos || name.find("c10::") != std::string_view::npos ? 1 : 0;
+  }
+  return name.starts_with("aten::") || name.starts_with("ProfilerStep#") || name.starts_with("Optimizer.step#") ||
+                 name.starts_with("enumerate(DataLoader)") || name.starts_with("nn.Module:")
+             ? 1
+             : 0;
 }
 
 Interval extent_of(std::span<const Event> events) {
@@ -42,6 +57,7 @@ void StepPipeline::ingest(std::span<const Event> events) {
   if (events.empty()) return;
   reporter_.on_events(events);
   note_late(events);
+  note_stack(events);
   sources_.observe(events, names_);
   retained_.insert(retained_.end(), events.begin(), events.end());
   enforce_retention_cap();
@@ -56,6 +72,7 @@ void StepPipeline::ingest(std::vector<Event>&& events) {
   }
   reporter_.on_events(events);
   note_late(events);
+  note_stack(events);
   sources_.observe(events, names_);
   retained_ = std::move(events);
   enforce_retention_cap();
@@ -68,6 +85,21 @@ void StepPipeline::note_late(std::span<const Event> events) {
     // for the steps still to come (gap attribution looks back), and counted.
     const int64_t t = e.kind == EventKind::kStepMark ? e.start_ns : e.end_ns;
     late_records_ += t < analyzed_until_ns_;
+  }
+}
+
+void StepPipeline::note_stack(std::span<const Event> events) {
+  for (const Event& e : events) {
+    if (e.kind == EventKind::kApiCall) first_call_ns_ = std::min(first_call_ns_, e.start_ns);
+    if (e.start_ns >= first_pytorch_ns_ && e.start_ns >= first_rocm_ns_) continue;
+    if (e.kind != EventKind::kApiCall && e.kind != EventKind::kRange && e.kind != EventKind::kKernel) continue;
+    // Name ids are dense: a flat table classifies each name once, cheaply on the live path.
+    constexpr uint8_t kUnclassified = 0xFF;
+    if (e.name >= stack_names_.size()) stack_names_.resize(size_t{e.name} + 1, kUnclassified);
+    uint8_t& evidence = stack_names_[e.name];
+    if (evidence == kUnclassified) evidence = stack_evidence(names_.view(e.name), e.kind);
+    if (evidence == 1) first_pytorch_ns_ = std::min(first_pytorch_ns_, e.start_ns);
+    if (evidence == 2) first_rocm_ns_ = std::min(first_rocm_ns_, e.start_ns);
   }
 }
 
@@ -93,12 +125,30 @@ void StepPipeline::advance(int64_t watermark_ns) {
 void StepPipeline::finish(std::chrono::steady_clock::time_point deadline) {
   if (finished_) return;
   judge(std::numeric_limits<int64_t>::max(), true, deadline);
+  // Every step was judged before the end (live): the time after the last is described from what
+  // is retained — within the exit's time bound.
+  if (after_last_.empty() && std::chrono::steady_clock::now() < deadline) describe_after_last(nullptr);
   finished_ = true;
   RunView run;
   run.rank = options_.rank;
   run.steps = steps_analyzed_;
+  run.first_step = first_step_number_;
   run.last_step = last_step_ ? last_step_->step : 0;
   run.losses = losses_now();
+  run.before_first = before_first_;
+  run.after_last = after_last_;
+  run.first_step_init = first_step_init_;
+  run.first_step_init_idle_ns = first_step_init_idle_ns_;
+  run.first_step_ns = first_step_ns_;
+  run.first_step_warmup = first_step_warmup_;
+  const TimeAccounting time = time_accounting();
+  run.data_ns = static_cast<int64_t>(time.trace_ms * 1e6);
+  run.in_steps_ns = in_steps_ns_;
+  run.source = segmentation_.source;
+  run.stack.framework =
+      first_pytorch_ns_ < std::numeric_limits<int64_t>::max() ? Framework::kPyTorch : Framework::kNone;
+  run.stack.rocm = first_rocm_ns_ < std::numeric_limits<int64_t>::max();
+  summary_.set_time(time);
   FindingCollector sink;
   for (auto& d : detectors_) d->on_finish(run, sink);
   for (const Finding& f : sink.findings) {
@@ -125,7 +175,7 @@ std::vector<StepWindow> StepPipeline::take_windows(int64_t limit_ns, bool final)
   const Interval ext = extent_of(retained_);
   if (steps_analyzed_ > 0 && ext.end <= analyzed_until_ns_) return windows;
   segmentation_.source = StepSource::kWholeTrace;
-  const int64_t start = steps_analyzed_ > 0 ? std::max(ext.start, analyzed_until_ns_) : ext.start;
+  const int64_t start = steps_analyzed_ > 0 ? std::max(ext.start, analyzed_until_ns_) : pseudo_step_start(ext.start);
   windows.push_back(StepWindow{start, ext.end, static_cast<int64_t>(steps_analyzed_), StepSource::kWholeTrace});
   return windows;
 }
@@ -190,38 +240,60 @@ void StepPipeline::judge(int64_t limit_ns, bool final, std::chrono::steady_clock
   }
   const std::span<Event> slice(retained_.data(), slice_size);
   // NCCL kernels learn their operation's size from NCCL's ranges before the analysis.
-  attach_nccl_ranges(slice);
+  attach_nccl_ranges(slice, &names_);
   const Timeline timeline(slice, names_, options_.analysis);
+  if (!before_described_) {
+    // Everything before the first step is still retained (nothing was judged yet).
+    before_described_ = true;
+    before_first_ = describe_outside(timeline, std::min(sources_.data_extent().start, windows.front().start_ns),
+                                     windows.front().start_ns, first_call_ns_, options_.rank);
+  }
   for (size_t i = 0; i < windows.size(); ++i) {
     if (std::chrono::steady_clock::now() >= deadline) {
       summary_.add_skipped(windows.size() - i);
       break;
     }
+    if (final && i + 1 == windows.size() && is_closing_empty_step(windows[i], timeline)) {
+      ++dropped_windows_;
+      continue;
+    }
+    note_window_time(windows[i], timeline);
     judge_window(windows[i], timeline, slice);
   }
+  if (final) describe_after_last(&timeline);
   if (final && options_.hta_overlap) {
     summary_.set_comm_comp_overlap_pct(hta_comm_comp_overlap_pct(timeline, segmentation_));
   }
   if (options_.retain_all) return;
   // Forget what no later step can need: keep everything that ends after the last judged step
   // began (gap attribution reaches back to where the GPU went idle).
-  const int64_t keep_from = windows.back().start_ns;
+  int64_t keep_from = windows.back().start_ns;
+  // Inferred steps cut by the GPU when it runs behind the host: the next boundary's launch calls
+  // lie before the last window in time, and must stay.
+  if (windows.back().source == StepSource::kInferred && inferrer_->locked()) {
+    keep_from = std::min(keep_from, inferrer_->resume_host_ns());
+  }
   std::erase_if(retained_, [&](const Event& e) { return e.end_ns < keep_from; });
 }
 
 void StepPipeline::judge_window(StepWindow w, const Timeline& timeline, std::span<const Event> slice) {
   StepView view = analyze_step(w, timeline, options_.rank);
+  view.stack.framework = first_pytorch_ns_ < w.end_ns ? Framework::kPyTorch : Framework::kNone;
+  view.stack.rocm = first_rocm_ns_ < w.end_ns;
   if (w.source == StepSource::kInferred) {
     view.inferred_from = segmentation_.inferred_from;
     view.inferred_period = segmentation_.inferred_period;
   }
   view.losses = losses_now();
-  const StepStatus status = status_of(w);
+  const StepStatus status = first_step_status(w, timeline, status_of(w));
   ++steps_analyzed_;
+  recent_step_ns_.push_back(w.end_ns - w.start_ns);
+  if (recent_step_ns_.size() > 64) recent_step_ns_.erase(recent_step_ns_.begin());
 
   FindingCollector sink;
   if (status == StepStatus::kJudged) {
     for (auto& d : detectors_) d->on_step(view, sink);
+    link_refinements(sink.findings);
   }
   if (options_.ring_steps > 0) {
     // Flight recorder: the step's events (those overlapping its window).
@@ -247,6 +319,103 @@ void StepPipeline::judge_window(StepWindow w, const Timeline& timeline, std::spa
   last_step_findings_ = static_cast<int>(sink.findings.size());
   last_step_ = std::move(view);
   analyzed_until_ns_ = std::max(analyzed_until_ns_, w.end_ns);
+}
+
+// ---- the time outside the steps ------------------------------------------------------------------
+
+// The data's last window, a step range holding no GPU record and no CUDA call and shorter than
+// half the recent steps, is not a step: the profiler's closing ProfilerStep (49 µs, no kernel)
+// after the last real one. Never a step the program marked itself (C API), and never in time
+// without GPU tracing (there, no record says nothing).
+bool StepPipeline::is_closing_empty_step(const StepWindow& w, const Timeline& tl) const {
+  if (recent_step_ns_.empty() || w.source != StepSource::kRange) return false;
+  if (status_of(w) == StepStatus::kUntraced) return false;
+  std::vector<int64_t> recent = recent_step_ns_;
+  std::nth_element(recent.begin(), recent.begin() + static_cast<std::ptrdiff_t>(recent.size() / 2), recent.end());
+  if (2 * (w.end_ns - w.start_ns) >= recent[recent.size() / 2]) return false;
+  const auto events = tl.events();
+  auto starts_inside = [&](std::span<const uint32_t> by_start) {
+    auto it = std::lower_bound(by_start.begin(), by_start.end(), w.start_ns,
+                               [&](uint32_t i, int64_t t) { return events[i].start_ns < t; });
+    return it != by_start.end() && events[*it].start_ns < w.end_ns;
+  };
+  return !starts_inside(tl.gpu_by_start()) && !starts_inside(tl.api_by_start());
+}
+
+// The first step holds the data's one-off initialization when the capture began with the process
+// (context creation, lazy module loading, allocator set-up): judged, it would read as a giant
+// hidden sync. When initialization calls covered half of it, it is measured as warm-up, and the
+// initialization detector reports the calls.
+StepStatus StepPipeline::first_step_status(const StepWindow& w, const Timeline& tl, StepStatus status) {
+  if (steps_analyzed_ != 0) return status;
+  first_step_number_ = w.number;
+  first_step_ns_ = w.end_ns - w.start_ns;
+  first_step_init_ = init_calls_in(tl, w.start_ns, w.end_ns, first_call_ns_, first_step_init_idle_ns_);
+  if (status == StepStatus::kJudged && 2 * first_step_init_idle_ns_ >= first_step_ns_) status = StepStatus::kWarmup;
+  // Not judged (for this reason, or live's warm-up steps): its initialization is reported as such.
+  first_step_warmup_ = status == StepStatus::kWarmup;
+  return status;
+}
+
+void StepPipeline::note_window_time(const StepWindow& w, const Timeline& tl) {
+  if (last_window_end_ != std::numeric_limits<int64_t>::min() && w.start_ns > last_window_end_) {
+    between_ns_ += w.start_ns - last_window_end_;
+    between_busy_ns_ += tl.busy().measure_within(last_window_end_, w.start_ns);
+  }
+  first_window_start_ = std::min(first_window_start_, w.start_ns);
+  last_window_end_ = std::max(last_window_end_, w.end_ns);
+  in_steps_ns_ += w.end_ns - w.start_ns;
+}
+
+// The data after the last step: from the final pass's timeline, or (every step already judged)
+// one over what is still retained — everything that ends after the last step began.
+void StepPipeline::describe_after_last(const Timeline* timeline) {
+  const int64_t end = sources_.data_extent().end;
+  if (last_window_end_ == std::numeric_limits<int64_t>::min() || end <= last_window_end_) return;
+  if (timeline != nullptr) {
+    after_last_ = describe_outside(*timeline, last_window_end_, end, first_call_ns_, options_.rank);
+    return;
+  }
+  const std::span<Event> all(retained_);
+  const Timeline tl(all, names_, options_.analysis);
+  after_last_ = describe_outside(tl, last_window_end_, end, first_call_ns_, options_.rank);
+}
+
+TimeAccounting StepPipeline::time_accounting() const {
+  TimeAccounting t;
+  t.dropped_windows = dropped_windows_;
+  const Interval ext = sources_.data_extent();
+  if (last_window_end_ == std::numeric_limits<int64_t>::min()) {
+    t.trace_ms = ms_of(std::max<int64_t>(0, ext.end - ext.start));
+    return t;
+  }
+  const int64_t start = std::min(ext.start, first_window_start_);
+  const int64_t end = std::max(ext.end, last_window_end_);
+  t.trace_ms = ms_of(end - start);
+  t.before_first_step_ms = ms_of(first_window_start_ - start);
+  t.in_steps_ms = ms_of(in_steps_ns_);
+  t.between_steps_ms = ms_of(between_ns_);
+  t.after_last_step_ms = ms_of(end - last_window_end_);
+  const int64_t busy = summary_.busy_ns() + between_busy_ns_ + before_first_.busy_ns + after_last_.busy_ns;
+  t.gpu_busy_pct = end > start ? 100.0 * double(busy) / double(end - start) : 0.0;
+  return t;
+}
+
+// The whole-data pseudo-step begins with the first GPU work (where its launch call began): what
+// precedes it — context creation, the first allocations — is initialization, outside the step.
+int64_t StepPipeline::pseudo_step_start(int64_t extent_start) const {
+  const Event* first = nullptr;
+  for (const Event& e : retained_) {
+    if (e.is_gpu_record() && (first == nullptr || e.start_ns < first->start_ns)) first = &e;
+  }
+  if (first == nullptr) return extent_start;
+  int64_t start = first->start_ns;
+  for (const Event& e : retained_) {
+    if (e.kind == EventKind::kApiCall && first->correlation != 0 && e.correlation == first->correlation) {
+      start = std::min(start, e.start_ns);
+    }
+  }
+  return std::max(extent_start, start);
 }
 
 // ---- memory ----------------------------------------------------------------------------------
@@ -280,8 +449,9 @@ void StepPipeline::judge_pseudo_step_and_evict(size_t drop) {
   if (w.end_ns > w.start_ns) {
     segmentation_.source = StepSource::kWholeTrace;
     const std::span<Event> all(retained_);
-    attach_nccl_ranges(all);
+    attach_nccl_ranges(all, &names_);
     const Timeline timeline(all, names_, options_.analysis);
+    note_window_time(w, timeline);
     judge_window(w, timeline, all);
   }
   retained_.erase(retained_.begin(), retained_.begin() + static_cast<std::ptrdiff_t>(drop));

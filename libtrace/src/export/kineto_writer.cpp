@@ -346,7 +346,9 @@ void write_head(const Trace& trace, const std::set<int>& devices, std::ostream& 
     append_json_string(head, trace.device_name.empty() ? std::string_view("unknown") : trace.device_name);
     head += "}";
   }
-  head += "],\n\"displayTimeUnit\":\"ms\",\n\"baseTimeNanoseconds\":0,\n\"traceEvents\":[\n";
+  head += "],\n";
+  if (trace.gpu_traced) head += "\"stepwatchGpuTraced\":1,\n";
+  head += "\"displayTimeUnit\":\"ms\",\n\"baseTimeNanoseconds\":0,\n\"traceEvents\":[\n";
   out.write(head.data(), static_cast<std::streamsize>(head.size()));
 }
 

@@ -89,6 +89,13 @@ error_code read_member(TopKey key, od::value& v, Trace& trace) {
       trace.clock_base_ns = to_int(base).value_or(0);
       return simdjson::SUCCESS;
     }
+    case TopKey::kGpuTraced: {
+      // stepwatch's own dumps: the GPU was traced even where a step has no record.
+      Scalar traced;
+      SW_JSON_TRY(read_scalar(v, traced));
+      trace.gpu_traced = to_int(traced).value_or(0) != 0;
+      return simdjson::SUCCESS;
+    }
     default: return simdjson::SUCCESS;
   }
 }

@@ -98,6 +98,7 @@ struct KinetoArgs {
   Scalar value;                // NVML samples in stepwatch's dumps (gpu_samples.h)
   std::string_view copy_kind;  // AMD copies: "HtoD", "DtoD"
   std::string_view sync_kind;  // cuda_sync: "Stream Sync", "Event Sync", ...
+  std::string_view collective_name;  // NCCL/RCCL kernels: "Collective name": "allreduce"
 };
 
 struct KinetoRecord {
@@ -207,6 +208,8 @@ void fill_event(Event& e, const KinetoRecord& r, EventContext& c) {
     case Category::kKernel:
       place_on_gpu(e, r);
       e.collective = collective_of(c, e.name, r.name);
+      // ncclDevKernel_Generic (RCCL) names no operation; PyTorch's args do.
+      if (e.collective == CollectiveType::kOther) e.collective = classify_collective_op(r.args.collective_name);
       break;
     case Category::kMemcpy:
       fill_copy(e, r);
@@ -294,7 +297,7 @@ void add_record(EventContext& c, const KinetoRecord& r) {
 // of a few bytes: comparing every key against every field name was a tenth of the import's time.
 // Escaped keys are not recognized (as with simdjson's own comparison).
 enum class Field : uint8_t { kOther, kPh, kCat, kName, kTs, kDur, kPid, kTid, kArgs };
-enum class ArgField : uint8_t { kOther, kDevice, kStream, kCorrelation, kBytes, kValue, kKind, kSyncKind };
+enum class ArgField : uint8_t { kOther, kDevice, kStream, kCorrelation, kBytes, kValue, kKind, kSyncKind, kCollectiveName };
 
 template <size_t N>
 bool key_is(const char* raw, const char (&name)[N]) {
@@ -327,6 +330,7 @@ ArgField arg_field_of(const char* k) {
     case 'b': return key_is(k, "bytes") ? ArgField::kBytes : ArgField::kOther;
     case 'v': return key_is(k, "value") ? ArgField::kValue : ArgField::kOther;
     case 'k': return key_is(k, "kind") ? ArgField::kKind : ArgField::kOther;
+    case 'C': return key_is(k, "Collective name") ? ArgField::kCollectiveName : ArgField::kOther;
     default: return ArgField::kOther;
   }
 }
@@ -340,6 +344,7 @@ error_code read_arg(ArgField f, od::value& value, KinetoArgs& args) {
     case ArgField::kValue: return read_scalar(value, args.value);
     case ArgField::kKind: return read_string(value, args.copy_kind);
     case ArgField::kSyncKind: return read_string(value, args.sync_kind);
+    case ArgField::kCollectiveName: return read_string(value, args.collective_name);
     default: return simdjson::SUCCESS;
   }
 }

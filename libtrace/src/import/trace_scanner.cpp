@@ -51,6 +51,7 @@ TopKey top_key_of(std::string_view key) {
   if (key == "distributedInfo") return TopKey::kDistributedInfo;
   if (key == "deviceProperties") return TopKey::kDeviceProperties;
   if (key == "baseTimeNanoseconds") return TopKey::kBaseTime;
+  if (key == "stepwatchGpuTraced") return TopKey::kGpuTraced;
   return TopKey::kOther;
 }
 

@@ -26,7 +26,7 @@
 namespace stepwatch::import_detail {
 
 // The top-level members the importer reads.
-enum class TopKey : uint8_t { kOther, kTraceEvents, kDistributedInfo, kDeviceProperties, kBaseTime };
+enum class TopKey : uint8_t { kOther, kTraceEvents, kDistributedInfo, kDeviceProperties, kBaseTime, kGpuTraced };
 
 class TraceScanner {
  public:

@@ -19,6 +19,9 @@ constexpr size_t kMinRunLevelSteps = 3;
 // By default late means >= twice the common min_pct of the step (10%): ranks of a balanced job
 // arrive a few % apart from kernel-duration jitter alone.
 constexpr double kLateStepShare = 2.0;
+// A late rank that waited inside the collective for at least this share of the arrival spread (and
+// at least the common min_ms) was itself waiting for a later one: not a straggler.
+constexpr double kMaterialWaitShare = 0.25;
 
 
 // What can make a rank late, read from its step breakdown (ARCHITECTURE.md "Timeline analysis").
@@ -321,13 +324,16 @@ MergedAnalysis merge_ranks(const std::vector<RankCollectives>& collectives,
     s.spread_ns = latest - earliest;
     s.step_ns = median_of(step_ns);
     const double threshold_ns = std::max(t.min_ms * 1e6, t.min_pct / 100.0 * double(s.step_ns));
+    // A rank that itself waited materially inside the collective arrived before someone else: it
+    // is not the one the others wait for, however late it was against the median.
+    const double material_wait_ns = std::max(t.min_ms * 1e6, kMaterialWaitShare * double(s.spread_ns));
     for (RankArrival& a : s.arrivals) {
       std::vector<int64_t> others;
       for (const RankArrival& b : s.arrivals) {
         if (&b != &a) others.push_back(b.arrival_ns);
       }
       a.delay_ns = a.arrival_ns - median_of(others);
-      if (double(a.delay_ns) >= threshold_ns && a.delay_ns > 0) {
+      if (double(a.delay_ns) >= threshold_ns && a.delay_ns > 0 && double(a.wait_ns) < material_wait_ns) {
         s.late_ranks.push_back(a.rank);
         s.delay_ns = std::max(s.delay_ns, a.delay_ns);
       }

@@ -111,7 +111,12 @@ json summary_json(const RunSummary& s) {
   j["gpu_busy_pct"] = round3(s.gpu_busy_pct);
   j["comm_comp_overlap_pct"] = number_or_null(s.comm_comp_overlap_pct);
   json findings = json::object();
-  for (const auto& [id, total] : s.findings) findings[id] = {{"steps", total.steps}, {"cost_ms", round3(total.cost_ms)}};
+  for (const auto& [id, total] : s.findings) {
+    json t = {{"steps", total.steps}, {"cost_ms", round3(total.cost_ms)}};
+    if (!total.refines.empty()) t["refines"] = total.refines;
+    if (total.tax_share == TaxShare::kOverlapping) t["overlaps"] = true;
+    findings[id] = std::move(t);
+  }
   j["findings"] = std::move(findings);
   j["judged_steps"] = s.judged_steps;
   j["warmup_steps"] = s.warmup_steps;
@@ -128,6 +133,15 @@ json summary_json(const RunSummary& s) {
   for (const auto& [reason, n] : s.data_loss.records) records[reason] = n;
   for (const auto& [reason, n] : s.data_loss.buffers) buffers[reason] = n;
   j["data_loss"] = {{"records", std::move(records)}, {"buffers", std::move(buffers)}};
+  j["tax_ms"] = round3(s.tax_ms);
+  j["tax_pct"] = round3(s.tax_pct);
+  const TimeAccounting& t = s.time;
+  j["time_ms"] = {{"trace", round3(t.trace_ms)},
+                  {"before_first_step", round3(t.before_first_step_ms)},
+                  {"in_steps", round3(t.in_steps_ms)},
+                  {"between_steps", round3(t.between_steps_ms)},
+                  {"after_last_step", round3(t.after_last_step_ms)}};
+  j["trace_gpu_busy_pct"] = round3(t.gpu_busy_pct);
   return j;
 }
 

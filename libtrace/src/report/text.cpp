@@ -69,14 +69,37 @@ void write_text_report(const RankResult& r, std::ostream& out, const TextReportO
     out << "; comm/compute overlap " << fmt("%.1f", s.comm_comp_overlap_pct) << "%";
   }
   out << '\n';
+  const TimeAccounting& t = s.time;
+  if (t.trace_ms > 0) {
+    out << "  trace " << fmt("%.1f", t.trace_ms) << " ms: before the first step " << fmt("%.1f", t.before_first_step_ms)
+        << " ms, in steps " << fmt("%.1f", t.in_steps_ms) << " ms, between steps " << fmt("%.1f", t.between_steps_ms)
+        << " ms, after the last " << fmt("%.1f", t.after_last_step_ms) << " ms; GPU busy over the whole trace "
+        << fmt("%.1f", t.gpu_busy_pct) << "%\n";
+  }
   const double run_ms = s.step_ms.mean_ms * s.steps;
-  for (const auto& [id, total] : s.findings) {
-    out << "  " << id << ": " << total.steps << " step" << (total.steps == 1 ? "" : "s");
+  auto line = [&](const std::string& id, const DetectorTotal& total, const char* indent) {
+    out << indent << id << ": " << total.steps << " step" << (total.steps == 1 ? "" : "s");
     if (total.cost_ms > 0) {
-      out << ", goodput tax " << fmt("%.1f", total.cost_ms) << " ms";
-      if (run_ms > 0) out << " (" << fmt("%.1f", 100.0 * total.cost_ms / run_ms) << "% of step time)";
+      out << (total.tax_share == TaxShare::kOwn ? ", goodput tax " : ", cost ") << fmt("%.1f", total.cost_ms) << " ms";
+      if (run_ms > 0 && total.tax_share != TaxShare::kOverlapping) {
+        out << " (" << fmt("%.1f", 100.0 * total.cost_ms / run_ms) << "% of step time)";
+      }
+      if (total.tax_share == TaxShare::kRefinement) out << ", inside " << total.refines << "'s";
+      if (total.tax_share == TaxShare::kOverlapping) out << ", overlaps the others";
     }
     out << '\n';
+  };
+  // Refinements under their umbrella: their costs lie inside it and are never added.
+  for (const auto& [id, total] : s.findings) {
+    if (total.tax_share == TaxShare::kRefinement && s.findings.count(total.refines) != 0) continue;
+    line(id, total, "  ");
+    for (const auto& [sub_id, sub] : s.findings) {
+      if (sub.tax_share == TaxShare::kRefinement && sub.refines == id) line(sub_id, sub, "    ");
+    }
+  }
+  if (s.tax_ms > 0) {
+    out << "  total goodput tax (each idle interval once): " << fmt("%.1f", s.tax_ms) << " ms ("
+        << fmt("%.1f", s.tax_pct) << "% of the judged steps)\n";
   }
 }
 

@@ -24,6 +24,8 @@ struct RankResult {
   std::vector<StepView> steps;
   std::vector<Finding> findings;
   RunSummary summary;
+  int64_t gpu_records = 0;  // kernels, copies and memsets in the trace (0: no GPU activity at all)
+  bool gpu_traced = false;  // the trace says the GPU was traced throughout (Trace::gpu_traced)
 };
 
 // What the result keeps of each step. The reports need the breakdown and its tables, not the

@@ -8,9 +8,12 @@
 
 namespace stepwatch {
 
-// Default step pattern, as ARCHITECTURE.md states it.
+// Default step pattern, as ARCHITECTURE.md states it. The last form is SGLang's per-forward span,
+// `step[DECODE bs=32]` / `step[EXTEND bs=15 toks=15360]` (sgl-project/sglang,
+// python/sglang/srt/utils/profile_utils.py, build_step_span_name, wrapped around ModelRunner.forward);
+// other engines' forms are added only with such evidence (docs/detectors.md "Where steps come from").
 inline constexpr const char* kDefaultStepPattern =
-    R"(^(ProfilerStep#\d+|(step|train_step|iteration)([ _#:]?\d+)?)$)";
+    R"(^(ProfilerStep#\d+|(step|train_step|iteration)([ _#:]?\d+)?|step\[[^\]]*\])$)";
 inline constexpr const char* kDefaultDataPattern = R"(DataLoader|dataloader|^data$)";
 
 // Checks a user-supplied name pattern (step or data pattern) before it is compiled: empty when

@@ -12,6 +12,7 @@
 #include "stepwatch/core/config.h"
 #include "stepwatch/core/data_loss.h"
 #include "stepwatch/core/finding.h"
+#include "stepwatch/core/outside_steps.h"
 #include "stepwatch/core/step_view.h"
 
 namespace stepwatch {
@@ -33,8 +34,23 @@ class FindingCollector final : public FindingSink {
 struct RunView {
   int rank = 0;
   uint64_t steps = 0;     // analyzed steps (judged or not)
+  int64_t first_step = 0; // the number of the first analyzed step
   int64_t last_step = 0;  // the number of the last analyzed step: run findings carry it
   std::shared_ptr<const LossSnapshot> losses;  // everything lost, final (never null)
+  // The time outside the steps (outside_steps.h), handed over by the step pipeline: the data
+  // before the first step and after the last (empty when there is none, or no step at all).
+  OutsideView before_first;
+  OutsideView after_last;
+  // One-off initialization inside the first step: when it covered half of the step, the step was
+  // measured as warm-up and not judged (first_step_warmup), and its calls are here.
+  std::vector<InitCall> first_step_init;
+  int64_t first_step_init_idle_ns = 0;
+  int64_t first_step_ns = 0;
+  bool first_step_warmup = false;
+  int64_t data_ns = 0;  // the whole data: before + steps + between + after
+  int64_t in_steps_ns = 0;  // the analyzed steps' time
+  StepSource source = StepSource::kWholeTrace;  // where the steps came from
+  ProgramStack stack;   // what the whole data showed (step_view.h)
 };
 
 class Detector {

@@ -14,6 +14,14 @@ std::string_view to_string(Severity);
 
 using EvidenceValue = std::variant<int64_t, double, std::string, std::vector<int64_t>, std::vector<std::string>>;
 
+// How a finding's cost counts in the run's total goodput tax (RunSummary::tax_ms), so that each
+// idle interval is counted once (ARCHITECTURE.md: "a refinement's cost overlaps its umbrella's").
+enum class TaxShare : uint8_t {
+  kOwn,          // its own part of the step: umbrellas, and costs no other finding claims
+  kRefinement,   // a part of its umbrella's cost (`refines`): nested under it, never added
+  kOverlapping,  // a view across causes (trends, scores, time outside steps): never added
+};
+
 struct Finding {
   std::string detector;
   int rank = 0;
@@ -26,6 +34,8 @@ struct Finding {
   // irregular stall): the live log reports it at once instead of waiting for it to recur on
   // most recent steps (the sustained rule is for per-step costs).
   bool established = false;
+  TaxShare tax_share = TaxShare::kOwn;
+  std::string refines;  // kRefinement: the umbrella detector's id (e.g. "hidden_sync")
   std::vector<std::pair<std::string, EvidenceValue>> evidence;  // in insertion order
 
   Finding& with(std::string key, EvidenceValue value) {
@@ -36,5 +46,11 @@ struct Finding {
 
 // The log-line form: "[stepwatch][rank 0][step 105] input_starvation: <message>".
 std::string format_log_line(const Finding& finding);
+
+// One step's findings, in order: each umbrella that a refinement of the same step refines names it
+// (evidence `refined_by`, and "see <id>" before the message's fix), so the general message points to
+// the specific one. A refinement whose umbrella is not among them becomes kOwn: nothing else
+// counts its cost.
+void link_refinements(std::vector<Finding>& step_findings);
 
 }  // namespace stepwatch

@@ -102,10 +102,17 @@ class StepPipeline {
   void judge(int64_t limit_ns, bool final,
              std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
   void judge_window(StepWindow w, const Timeline& timeline, std::span<const Event> slice);
+  bool is_closing_empty_step(const StepWindow& w, const Timeline& timeline) const;
+  StepStatus first_step_status(const StepWindow& w, const Timeline& timeline, StepStatus status);
+  void note_window_time(const StepWindow& w, const Timeline& timeline);
+  void describe_after_last(const Timeline* timeline);
+  TimeAccounting time_accounting() const;
+  int64_t pseudo_step_start(int64_t extent_start) const;
   void judge_pseudo_step_and_evict(size_t drop);
   StepStatus status_of(const StepWindow& w) const;
   void enforce_retention_cap();
   void note_late(std::span<const Event> events);
+  void note_stack(std::span<const Event> events);
   std::shared_ptr<const LossSnapshot> losses_now();
 
   PipelineOptions options_;
@@ -117,6 +124,27 @@ class StepPipeline {
   size_t next_infer_records_;
   std::vector<Event> retained_;
   int64_t analyzed_until_ns_ = std::numeric_limits<int64_t>::min();  // end of the last judged window
+
+  // Where the data first showed PyTorch (profiler ops, at::native kernels) and ROCm (hip* calls):
+  // a step ending after that point is judged with that stack's fixes. By time, not by arrival, so
+  // that live and offline agree on every step.
+  int64_t first_pytorch_ns_ = std::numeric_limits<int64_t>::max();
+  int64_t first_rocm_ns_ = std::numeric_limits<int64_t>::max();
+  std::vector<uint8_t> stack_names_;  // by name id: 1 PyTorch, 2 ROCm, 0 neither, kUnclassified
+
+  // The time outside the steps (outside_steps.h) and the steps' own time, for the run-level
+  // detectors and the summary's accounting of the whole trace. Bounded: summaries, not events.
+  int64_t first_call_ns_ = std::numeric_limits<int64_t>::max();  // the data's first CUDA call
+  OutsideView before_first_, after_last_;
+  bool before_described_ = false;
+  std::vector<InitCall> first_step_init_;
+  int64_t first_step_init_idle_ns_ = 0, first_step_ns_ = 0, first_step_number_ = 0;
+  bool first_step_warmup_ = false;
+  int64_t first_window_start_ = std::numeric_limits<int64_t>::max();
+  int64_t last_window_end_ = std::numeric_limits<int64_t>::min();
+  int64_t in_steps_ns_ = 0, between_ns_ = 0, between_busy_ns_ = 0;
+  int dropped_windows_ = 0;
+  std::vector<int64_t> recent_step_ns_;  // the last steps' durations (empty-window rule), bounded
 
   bool gpu_traced_ = true;
   std::vector<std::pair<int64_t, int64_t>> untraced_, incomplete_;

@@ -85,6 +85,13 @@ struct CopyRecord {
   double gb_per_s() const { return duration_ns > 0 ? double(bytes) / double(duration_ns) : 0.0; }
 };
 
+// What the launching thread was doing while the GPU sat idle with no data wait, blocking call or
+// launch to explain it (rule 3's host part): its innermost host range or CUDA call, by time.
+struct HostActivityStat {
+  std::string name;  // display name; empty: no range covers it (plain Python, or untraced waiting)
+  int64_t ns = 0;
+};
+
 // Allocation activity in the step (caching allocators should make it rare after warm-up).
 struct AllocationStat {
   int calls = 0;               // cudaMalloc/cudaFree-class API calls starting in the window
@@ -130,6 +137,16 @@ struct GpuClockStat {
   uint64_t clock_event_reasons = 0;  // OR of the reason masks sampled
 };
 
+// The program's software stack as its trace shows it, so that a fix names knobs the program has:
+// PyTorch (profiler ops, at::native kernels) or a plain CUDA/HIP program, on CUDA or ROCm (hip*
+// calls). kUnknown (a StepView built by hand) reads as PyTorch on CUDA.
+enum class Framework : uint8_t { kUnknown, kPyTorch, kNone };
+struct ProgramStack {
+  Framework framework = Framework::kUnknown;
+  bool rocm = false;
+  bool pytorch() const { return framework != Framework::kNone; }
+};
+
 struct StepView {
   int rank = 0;
   int64_t step = 0;
@@ -138,6 +155,7 @@ struct StepView {
   StepSource source = StepSource::kWholeTrace;
   std::string_view inferred_from;  // kInferred: Segmentation::inferred_from (set by analyze_rank)
   int32_t inferred_period = 0;     // kInferred from the kernel period: GPU records per step
+  ProgramStack stack;              // set by the step pipeline from what the data showed so far
 
   int64_t compute_ns = 0;       // |C|
   int64_t comm_ns = 0;          // |N|
@@ -152,11 +170,20 @@ struct StepView {
   int kernels = 0;          // kernels starting in the window
   int syncs = 0;            // blocking calls starting in the window
   int launches = 0;         // launch calls starting in the window
+  // Launch lag: kernels starting in the window whose launch call is in the data, and those of them
+  // that started within kPromptStartNs of the call's return — the GPU had nothing else queued and
+  // ran each kernel as soon as the host issued it (the launch-bound signature).
+  int launched_kernels = 0;
+  int prompt_kernels = 0;
   int64_t launch_api_ns = 0;
   int64_t median_kernel_ns = 0;  // of kernels starting in the window
   int64_t gc_ns = 0;             // |host ranges named "gc" ∩ W| (the Python shim's GC phases)
 
   std::vector<GapRecord> gaps;  // every idle gap overlapping the window, in time order
+  // Rule 3's host part of the gaps longer than kDispatchGapNs (host work of its own: host_bound)
+  // and of the shorter ones (per-op dispatch between kernels: launch_bound), top kTopHostActivity.
+  std::vector<HostActivityStat> host_activity;
+  std::vector<HostActivityStat> dispatch_activity;
   std::vector<BlockingCallStat> blocking;  // by call name, largest host time first
   std::vector<CollectiveStat> collectives; // by type, largest exposed first
   std::vector<KernelStat> top_kernels;     // at most kTopKernels names, largest total first
@@ -169,6 +196,13 @@ struct StepView {
   std::shared_ptr<const LossSnapshot> losses;
 
   static constexpr size_t kTopKernels = 16;
+  static constexpr size_t kTopHostActivity = 5;
+  // A host-activity gap up to this long (from where the GPU went idle to where it resumed) is
+  // per-op dispatch overhead — Python and the launch call between two kernels; a longer one is
+  // host work of its own (optimizer on the CPU, data preparation, GC, compilation).
+  static constexpr int64_t kDispatchGapNs = 1'000'000;
+  // A kernel starting this soon after its launch call returned ran as soon as it was issued.
+  static constexpr int64_t kPromptStartNs = 50'000;
   static constexpr size_t kMaxCopies = 32;
 
   int64_t duration_ns() const { return end_ns - start_ns; }

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <unordered_map>
 #include <vector>
@@ -21,10 +22,15 @@
 
 namespace stepwatch {
 
+class HostActivityIndex;
+
 class Timeline {
  public:
   // `events` must outlive the Timeline; they need not be sorted.
   Timeline(std::span<const Event> events, const NameTable& names, const AnalysisConfig& config);
+  ~Timeline();
+  Timeline(const Timeline&) = delete;
+  Timeline& operator=(const Timeline&) = delete;
 
   const IntervalSet& compute() const { return compute_; }
   const IntervalSet& comm() const { return comm_; }
@@ -42,6 +48,12 @@ class Timeline {
   const IntervalSet& launches_all() const {
     return launch_by_thread_.size() == 1 ? launch_by_thread_.begin()->second : launch_all_;
   }
+  // The host thread that issued the most launch calls (0 when none): the launching thread of a
+  // gap whose resuming record has no launch call in the data.
+  uint32_t main_launch_thread() const { return main_launch_thread_; }
+  // What each host thread was doing (innermost host range or CUDA call), for the host part of
+  // idle gaps (host_activity.h). Step ranges, data ranges, OS waits and NVML samples excluded.
+  const HostActivityIndex& host_activity() const { return *host_activity_; }
   // Whether an NCCL kernel belongs to an all-to-all: its own type, or a SendRecv kernel (NCCL runs
   // all-to-all as grouped send/recv) launched inside an all-to-all host range of its launching
   // thread (Kineto's "nccl:all_to_all", NVTX's ncclAlltoAll).
@@ -106,6 +118,8 @@ class Timeline {
   std::vector<int64_t> blocking_end_prefix_max_;  // running max of end over blocking_by_start_
   std::vector<uint32_t> blocking_argmax_;         // the call reaching that max
   int64_t max_gpu_duration_ns_ = 0;
+  uint32_t main_launch_thread_ = 0;
+  std::unique_ptr<HostActivityIndex> host_activity_;
   std::vector<uint8_t> api_blocks_;               // per event index: 1 if a blocking API call / sync record
 };
 

@@ -23,6 +23,9 @@ struct Trace {
   // monotonic clock, so base + ts is not a common clock. The multi-rank merge uses the bases'
   // difference only as a prior for the offset that collectives measure (stepwatch/ranks/).
   int64_t clock_base_ns = 0;
+  // The GPU was traced over the whole trace, records or not (stepwatch's flight-recorder dumps:
+  // a dump of steps with no kernel is an idle GPU, not a trace recorded without CUDA activity).
+  bool gpu_traced = false;
   NameTable names;
   std::vector<Event> events;
   // Records of the input left out of `events`, by reason ("timestamp_out_of_range", ...): never

@@ -99,6 +99,7 @@ void RunOutputs::on_first_fire(const Finding& finding, std::span<const StepCaptu
   Trace trace;
   trace.source = "stepwatch flight recorder";
   trace.format = "stepwatch";
+  trace.gpu_traced = true;  // a dump follows a judged step: CUPTI was delivering
   trace.rank = config_.rank;
   std::set<std::tuple<int64_t, int64_t, uint8_t, uint64_t, NameId, uint32_t, uint32_t>> seen;
   for (const StepCapture* c : recent) {

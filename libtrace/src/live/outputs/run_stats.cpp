@@ -83,11 +83,24 @@ std::string RunStats::text(const NameTable& names, const RunSummary& s, const Se
     // The tax is against the time of the steps with a breakdown.
     const double wall_ms = s.step_ms.mean_ms * double(s.judged_steps + s.warmup_steps);
     line("  findings (goodput tax):");
-    for (const auto& [id, t] : s.findings) {
+    auto row = [&](const std::string& id, const DetectorTotal& t, const std::string& indent) {
       const double pct = wall_ms > 0 ? 100.0 * t.cost_ms / wall_ms : 0.0;
-      line("    " + id + ": " + std::to_string(t.steps) + " steps, " + fmt("%.1f", t.cost_ms) + " ms (" +
-           fmt("%.1f", pct) + "% of step time)");
+      const std::string note = t.tax_share == TaxShare::kRefinement    ? ", inside " + t.refines + "'s"
+                               : t.tax_share == TaxShare::kOverlapping ? ", overlaps the others"
+                                                                       : "";
+      line(indent + id + ": " + std::to_string(t.steps) + " steps, " + fmt("%.1f", t.cost_ms) + " ms (" +
+           fmt("%.1f", pct) + "% of step time" + note + ")");
+    };
+    // Refinements under their umbrella: their costs lie inside it and are never added.
+    for (const auto& [id, t] : s.findings) {
+      if (t.tax_share == TaxShare::kRefinement && s.findings.count(t.refines) != 0) continue;
+      row(id, t, "    ");
+      for (const auto& [sub_id, sub] : s.findings) {
+        if (sub.tax_share == TaxShare::kRefinement && sub.refines == id) row(sub_id, sub, "      ");
+      }
     }
+    line("    total (each idle interval once): " + fmt("%.1f", s.tax_ms) + " ms (" + fmt("%.1f", s.tax_pct) +
+         "% of the judged steps)");
   }
   int64_t kernel_total = 0;
   for (const auto& [id, t] : kernels_) kernel_total += t.total_ns;
