@@ -61,7 +61,7 @@ same_as_reference nsys-stdin
 # 2. Bounded memory. RSS limits are checked where GNU time exists (peak RSS in KiB). Under ASan the
 # shadow memory and the free quarantine add their own (bounded) share: the limits scale by 4 there.
 rss_factor=1
-if grep -qa "AddressSanitizer" "$cli"; then rss_factor=4; fi
+if grep -qa -e "__asan_init" -e "AddressSanitizer" "$cli"; then rss_factor=4; fi
 measure() {  # measure NAME EXPECTED_RC MAX_SECONDS MAX_RSS_MIB ARGS...: runs the CLI, checks rc, time, RSS
   local name=$1 want=$2 seconds=$3 mib=$(($4 * rss_factor)); shift 4
   local start=$SECONDS
