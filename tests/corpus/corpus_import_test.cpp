@@ -188,7 +188,9 @@ TEST(KinetoCorpusImport, B200DriverCallsAndSkippedPythonFunctions) {
                      e.api_class() == ApiClass::kLaunch;
             }),
             220u);
-  EXPECT_EQ(count_events(t, [](const Event& e) { return e.collective == CollectiveType::kAllGather; }), 1u);
+  EXPECT_EQ(count_events(t, [](const Event& e) { return e.is_comm_kernel() && e.collective == CollectiveType::kAllGather; }), 1u);
+  // Its record_param_comms op names the same all-gather (and sizes it).
+  EXPECT_EQ(count_events(t, [](const Event& e) { return e.kind == EventKind::kRange && e.collective == CollectiveType::kAllGather; }), 1u);
   EXPECT_EQ(count_kind(t, EventKind::kOverhead), 9u);
   EXPECT_EQ(count_events(t, [](const Event& e) { return e.has_flag(event_flags::kOnDevice); }), 3u);
   // Every complete event but the 15,230 python_function ones: 4809 cpu_op + 3 user_annotation +
@@ -254,8 +256,13 @@ TEST(KinetoCorpusImport, NcclParserConfigCollectivesAndEventSyncs) {
   SKIP_WITHOUT_CORPUS();
   const Trace t = import_folder("hta-nccl_parser_config");
   EXPECT_EQ(host_step_ranges(t), 3u);
-  EXPECT_EQ(count_events(t, [](const Event& e) { return e.collective == CollectiveType::kAllReduce; }), 15u);
-  EXPECT_EQ(count_events(t, [](const Event& e) { return e.collective == CollectiveType::kBroadcast; }), 6u);
+  EXPECT_EQ(count_events(t, [](const Event& e) { return e.is_comm_kernel() && e.collective == CollectiveType::kAllReduce; }), 15u);
+  EXPECT_EQ(count_events(t, [](const Event& e) { return e.is_comm_kernel() && e.collective == CollectiveType::kBroadcast; }), 6u);
+  // PyTorch's record_param_comms ops: one per collective, each with its size (In msg nelems x dtype).
+  EXPECT_EQ(count_events(t, [](const Event& e) {
+              return e.kind == EventKind::kRange && e.collective == CollectiveType::kAllReduce && e.bytes > 0;
+            }),
+            15u);
   // The corpus README speaks of 24 synchronous cudaMemcpy calls; the file holds 24
   // cudaEventSynchronize calls and only cudaMemcpyAsync copies.
   EXPECT_EQ(count_named(t, EventKind::kApiCall, "cudaEventSynchronize"), 24u);

@@ -54,5 +54,31 @@ TEST(CollectiveNaming, PyTorchNcclOpsAroundTheLaunchNameTheKernel) {
   EXPECT_EQ(events[5].collective, CollectiveType::kOther);  // ncclGroupEnd names no operation
 }
 
+// PyTorch's record_param_comms op around the launch gives the kernel its size offline
+// ("In msg nelems" x the dtype's width) and its operation; unknown dtypes give no size.
+TEST(CollectiveNaming, RecordParamCommsSizesTheKernelItLaunches) {
+  Trace t = import_kineto_json(R"json({"traceEvents": [
+    {"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "pid": 1, "tid": 9, "ts": 100, "dur": 40,
+     "args": {"In msg nelems": 2049000, "Out msg nelems": 2049000, "dtype": "Float", "Collective name": "allreduce"}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 9, "ts": 110, "dur": 10,
+     "args": {"correlation": 5}},
+    {"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+     "pid": 0, "tid": 7, "ts": 150, "dur": 500, "args": {"correlation": 5, "device": 0, "stream": 7}},
+    {"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "pid": 1, "tid": 9, "ts": 700, "dur": 40,
+     "args": {"In msg nelems": 10, "dtype": "SomeNewType", "Collective name": "allreduce"}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 9, "ts": 710, "dur": 10,
+     "args": {"correlation": 6}},
+    {"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+     "pid": 0, "tid": 7, "ts": 750, "dur": 500, "args": {"correlation": 6, "device": 0, "stream": 7}}]})json",
+                               "comms.json");
+  ASSERT_EQ(t.events.size(), 6u);
+  EXPECT_EQ(t.events[0].collective, CollectiveType::kAllReduce);
+  EXPECT_EQ(t.events[0].bytes, 2049000u * 4u);
+  EXPECT_EQ(t.events[3].bytes, 0u);
+  EXPECT_EQ(attach_nccl_ranges(t.events, &t.names), 1u);
+  EXPECT_EQ(t.events[2].bytes, 2049000u * 4u);
+  EXPECT_EQ(t.events[5].bytes, 0u);  // a dtype of unknown width: no size rather than a wrong one
+}
+
 }  // namespace
 }  // namespace stepwatch

@@ -99,7 +99,27 @@ struct KinetoArgs {
   std::string_view copy_kind;  // AMD copies: "HtoD", "DtoD"
   std::string_view sync_kind;  // cuda_sync: "Stream Sync", "Event Sync", ...
   std::string_view collective_name;  // NCCL/RCCL kernels: "Collective name": "allreduce"
+  Scalar in_nelems;                  // record_param_comms: "In msg nelems"
+  std::string_view dtype;            // record_param_comms: "dtype": "Float"
 };
+
+// PyTorch's `record_param_comms` op around each collective's launch carries its operation, element
+// count and dtype: the size the offline straggler and exposed-collective evidence need (NCCL's own
+// NVTX ranges carry it live). Joined to the kernels by core/nccl_join.h like any NCCL range.
+bool is_comms_op(std::string_view name) { return name == "record_param_comms"; }
+
+// Bytes per element of PyTorch's scalar types as Kineto names them (c10 ScalarType names).
+uint64_t dtype_bytes(std::string_view t) {
+  static constexpr std::array<std::pair<std::string_view, uint8_t>, 16> sizes = {{
+      {"Float", 4}, {"Double", 8}, {"Half", 2}, {"BFloat16", 2}, {"Int", 4}, {"Long", 8}, {"Short", 2},
+      {"Char", 1}, {"Byte", 1}, {"Bool", 1}, {"ComplexFloat", 8}, {"ComplexDouble", 16}, {"ComplexHalf", 4},
+      {"Float8_e4m3fn", 1}, {"Float8_e5m2", 1}, {"UInt16", 2},
+  }};
+  for (const auto& [name, size] : sizes) {
+    if (t == name) return size;
+  }
+  return 0;
+}
 
 struct KinetoRecord {
   std::string_view ph;
@@ -238,6 +258,13 @@ void fill_event(Event& e, const KinetoRecord& r, EventContext& c) {
         e.device = device_of(r);
         e.thread = 0;  // samples belong to no host thread (gpu_samples.h)
       }
+      if (r.category == Category::kRange && is_comms_op(r.name)) {
+        const CollectiveType op = classify_collective_op(r.args.collective_name);
+        e.collective = op == CollectiveType::kOther ? CollectiveType::kNone : op;
+        const uint64_t width = dtype_bytes(r.args.dtype);
+        const uint64_t n = to_count(r.args.in_nelems);
+        if (e.collective != CollectiveType::kNone && width > 0 && n <= (uint64_t{1} << 56) / width) e.bytes = n * width;
+      }
       break;
   }
 }
@@ -297,7 +324,9 @@ void add_record(EventContext& c, const KinetoRecord& r) {
 // of a few bytes: comparing every key against every field name was a tenth of the import's time.
 // Escaped keys are not recognized (as with simdjson's own comparison).
 enum class Field : uint8_t { kOther, kPh, kCat, kName, kTs, kDur, kPid, kTid, kArgs };
-enum class ArgField : uint8_t { kOther, kDevice, kStream, kCorrelation, kBytes, kValue, kKind, kSyncKind, kCollectiveName };
+enum class ArgField : uint8_t {
+  kOther, kDevice, kStream, kCorrelation, kBytes, kValue, kKind, kSyncKind, kCollectiveName, kInNelems, kDtype
+};
 
 template <size_t N>
 bool key_is(const char* raw, const char (&name)[N]) {
@@ -321,7 +350,8 @@ Field field_of(const char* k) {
 
 ArgField arg_field_of(const char* k) {
   switch (k[0]) {
-    case 'd': return key_is(k, "device") ? ArgField::kDevice : ArgField::kOther;
+    case 'd': return key_is(k, "device") ? ArgField::kDevice : key_is(k, "dtype") ? ArgField::kDtype : ArgField::kOther;
+    case 'I': return key_is(k, "In msg nelems") ? ArgField::kInNelems : ArgField::kOther;
     case 's': return key_is(k, "stream") ? ArgField::kStream : ArgField::kOther;
     case 'c':
       return key_is(k, "correlation") ? ArgField::kCorrelation
@@ -345,6 +375,8 @@ error_code read_arg(ArgField f, od::value& value, KinetoArgs& args) {
     case ArgField::kKind: return read_string(value, args.copy_kind);
     case ArgField::kSyncKind: return read_string(value, args.sync_kind);
     case ArgField::kCollectiveName: return read_string(value, args.collective_name);
+    case ArgField::kInNelems: return read_scalar(value, args.in_nelems);
+    case ArgField::kDtype: return read_string(value, args.dtype);
     default: return simdjson::SUCCESS;
   }
 }
@@ -381,7 +413,8 @@ error_code read_field(Field f, od::value& value, KinetoRecord& r) {
     case Field::kArgs:
       // Host ranges need nothing from args (shapes, call stacks: often the biggest part of them),
       // except the NVML samples of stepwatch's own dumps.
-      if (needs_args(r.category) || (r.category == Category::kRange && gpu_metric_of(r.name))) {
+      if (needs_args(r.category) ||
+          (r.category == Category::kRange && (gpu_metric_of(r.name) || is_comms_op(r.name)))) {
         return read_args(value, r.args);
       }
       return simdjson::SUCCESS;
