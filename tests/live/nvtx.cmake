@@ -6,14 +6,13 @@
 set(_nvtx_test_dir ${CMAKE_CURRENT_LIST_DIR}/nvtx)
 file(GLOB _nvtx_injection_sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/libtrace/src/nvtx/*.cpp)
 
-add_library(stepwatch_nvtx_test_injection SHARED ${_nvtx_injection_sources} ${_nvtx_test_dir}/nvtx_file_sink.cpp
-            ${PROJECT_SOURCE_DIR}/libtrace/src/live/activation.cpp)
+add_library(stepwatch_nvtx_test_injection SHARED ${_nvtx_injection_sources} ${_nvtx_test_dir}/nvtx_file_sink.cpp)
 target_include_directories(stepwatch_nvtx_test_injection
   PRIVATE ${PROJECT_SOURCE_DIR}/libtrace/src ${PROJECT_SOURCE_DIR}/libtrace/include
   SYSTEM PRIVATE ${STEPWATCH_NVTX3_INCLUDE_DIR})
 # Like libstepwatch.so: everything hidden except the NVTX entry points.
 set_target_properties(stepwatch_nvtx_test_injection PROPERTIES CXX_VISIBILITY_PRESET hidden VISIBILITY_INLINES_HIDDEN ON)
-target_link_libraries(stepwatch_nvtx_test_injection PRIVATE Threads::Threads ${CMAKE_DL_LIBS} -Wl,--no-undefined)
+target_link_libraries(stepwatch_nvtx_test_injection PRIVATE Threads::Threads -Wl,--no-undefined)
 stepwatch_set_warnings(stepwatch_nvtx_test_injection)
 
 # A second shared object: NVTX3's globals are hidden per object, so it initializes on its own.

@@ -596,5 +596,6 @@ int LiveSession::last_step(stepwatch_step_summary* out) noexcept {
 
 // Production NVTX events go to the process-wide session (nvtx/nvtx_injection.h).
 EventSink* nvtx_event_sink() noexcept { return LiveSession::get(); }
+void nvtx_injection_started() noexcept { note_injected(); }
 
 }  // namespace stepwatch::live

@@ -9,8 +9,6 @@
 #define NVTX_NO_IMPL
 #include "nvtx/nvtx_injection.h"
 
-#include "live/activation.h"
-
 #include "nvtx/nvtx_hooks.h"
 #include "nvtx/nvtx_ranges.h"
 
@@ -72,7 +70,7 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjectionNvtx2(
     NvtxGetExportTableFunc_t get_export_table) {
   namespace nvtx = stepwatch::live::nvtx;
   try {
-    stepwatch::live::note_injected();  // NVTX_INJECTION64_PATH named us: stepwatch was asked for
+    stepwatch::live::nvtx_injection_started();  // NVTX_INJECTION64_PATH named us
     if (get_export_table == nullptr || nvtx::current_sink() == nullptr) return 0;
     const auto* callbacks = static_cast<const NvtxExportTableCallbacks*>(get_export_table(NVTX_ETID_CALLBACKS));
     if (callbacks == nullptr || callbacks->struct_size < sizeof(NvtxExportTableCallbacks) ||

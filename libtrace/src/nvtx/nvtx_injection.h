@@ -19,6 +19,10 @@ namespace stepwatch::live {
 // NOTE: called on every NVTX push/pop/start/end, so it must stay cheap (an atomic load).
 EventSink* nvtx_event_sink() noexcept;
 
+// Provided like nvtx_event_sink(): NVTX called our InitializeInjectionNvtx2 (NVTX_INJECTION64_PATH
+// names us), so stepwatch was asked for (production: live/activation.h). Called before the sink.
+void nvtx_injection_started() noexcept;
+
 struct NvtxStats {
   uint64_t ranges = 0;
   uint64_t unpaired = 0;

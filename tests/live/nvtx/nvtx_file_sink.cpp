@@ -88,5 +88,6 @@ struct StatsAtExit {
 }  // namespace
 
 EventSink* nvtx_event_sink() noexcept { return sink(); }
+void nvtx_injection_started() noexcept {}
 
 }  // namespace stepwatch::live
