@@ -101,6 +101,7 @@ RankCollectives collect_collectives(const Trace& trace, const RankResult& result
     CollectiveInstance c;
     c.kernel_type = e.collective;
     c.type = e.collective;
+    c.bytes = e.bytes;  // joined from its range by the step pipeline (core/nccl_join.h), when one sized it
     c.stream = e.stream;
     c.start_ns = e.start_ns;
     c.end_ns = e.end_ns;
@@ -131,7 +132,7 @@ RankCollectives collect_collectives(const Trace& trace, const RankResult& result
       const NcclRange* range = range_of[i];
       if (range == nullptr) continue;
       if (range->type != CollectiveType::kOther) out.collectives[i].type = range->type;
-      out.collectives[i].bytes = range->bytes;
+      if (range->bytes != 0) out.collectives[i].bytes = range->bytes;
     }
   }
   return out;

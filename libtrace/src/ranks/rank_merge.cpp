@@ -116,7 +116,7 @@ int64_t median_wait_of_on_time(const MergedStep& s) {
 }
 
 void add_evidence(Finding& f, const std::vector<int>& late, int64_t delay_ns, const std::string& cause,
-                  CollectiveType collective, int64_t spread_ns, int64_t waited_ns, int64_t step_ns,
+                  CollectiveType collective, uint64_t bytes, int64_t spread_ns, int64_t waited_ns, int64_t step_ns,
                   int64_t excess_ns) {
   f.with("straggler_ranks", std::vector<int64_t>(late.begin(), late.end()))
       .with("delay_ms", ms3_of(delay_ns))
@@ -126,6 +126,7 @@ void add_evidence(Finding& f, const std::vector<int>& late, int64_t delay_ns, co
       .with("waited_ms", ms3_of(waited_ns))
       .with("step_ms", ms3_of(step_ns))
       .with("cause_excess_ms", ms3_of(excess_ns));
+  if (bytes > 0) f.with("collective_bytes", static_cast<int64_t>(bytes));
 }
 
 Severity severity_of(double pct, const DetectorThresholds& t) {
@@ -147,7 +148,8 @@ Finding step_finding(const MergedStep& s, const DetectorThresholds& t) {
               format_ms(s.step_ns) + " step; arrival spread " + format_ms(s.spread_ns) + ") while " +
               rank_list(waiting) + " waited inside it (median " + format_ms(waited) + "): straggler. " +
               differs_text(s.late_ranks, s.cause, s.cause_excess_ns) + " Fix: " + fix_for(s.cause) + ".";
-  add_evidence(f, s.late_ranks, s.delay_ns, s.cause, s.collective, s.spread_ns, waited, s.step_ns, s.cause_excess_ns);
+  add_evidence(f, s.late_ranks, s.delay_ns, s.cause, s.collective, s.collective_bytes, s.spread_ns, waited, s.step_ns,
+               s.cause_excess_ns);
   f.with("steps", int64_t{1});
   std::vector<int64_t> ranks, arrival_us;
   int64_t earliest = s.arrivals.empty() ? 0 : s.arrivals.front().arrival_ns;
@@ -171,7 +173,7 @@ T most_frequent(const std::vector<T>& v) {
 // One finding for a set of ranks late on most steps: the pattern, not one line per step.
 Finding run_finding(const std::vector<const MergedStep*>& late_steps, size_t judged, const DetectorThresholds& t) {
   const MergedStep& first = *late_steps.front();
-  std::vector<int64_t> delays, spreads, waits, step_ns, excess;
+  std::vector<int64_t> delays, spreads, waits, step_ns, excess, sizes;
   std::vector<std::string> causes;
   std::vector<CollectiveType> types;
   for (const MergedStep* s : late_steps) {
@@ -181,6 +183,7 @@ Finding run_finding(const std::vector<const MergedStep*>& late_steps, size_t jud
     step_ns.push_back(s->step_ns);
     causes.push_back(s->cause);
     types.push_back(s->collective);
+    if (s->collective_bytes > 0) sizes.push_back(static_cast<int64_t>(s->collective_bytes));
   }
   const std::string cause = most_frequent(causes);
   for (const MergedStep* s : late_steps) {
@@ -202,7 +205,8 @@ Finding run_finding(const std::vector<const MergedStep*>& late_steps, size_t jud
               ") after the other ranks (" + format_pct(f.cost_pct) + " of the " + format_ms(step) + " step) while " +
               rank_list(on_time_ranks(first)) + " wait inside it (median " + format_ms(waited) + "). " +
               differs_text(first.late_ranks, cause, median_of(excess)) + " Fix: " + fix_for(cause) + ".";
-  add_evidence(f, first.late_ranks, delay, cause, collective, median_of(spreads), waited, step, median_of(excess));
+  add_evidence(f, first.late_ranks, delay, cause, collective, static_cast<uint64_t>(median_of(sizes)), median_of(spreads),
+               waited, step, median_of(excess));
   f.with("steps", static_cast<int64_t>(late_steps.size()))
       .with("steps_judged", static_cast<int64_t>(judged))
       .with("max_delay_ms", ms3_of(*std::max_element(delays.begin(), delays.end())));
@@ -297,6 +301,7 @@ MergedAnalysis merge_ranks(const std::vector<RankCollectives>& collectives,
     MergedStep s;
     s.step = ref_result.steps[static_cast<size_t>(ref_step)].step;
     s.collective = collectives[ref].collectives[best.ref_index].type;
+    s.collective_bytes = collectives[ref].collectives[best.ref_index].bytes;
     std::vector<const StepView*> views;
     int64_t shortest = INT64_MAX;
     for (size_t k = 0; k < aligned.size(); ++k) {

@@ -47,6 +47,7 @@ struct RankArrival {
 struct MergedStep {
   int64_t step = 0;  // the reference rank's step number
   CollectiveType collective = CollectiveType::kNone;
+  uint64_t collective_bytes = 0;      // its size (NCCL ranges, PyTorch's record_param_comms); 0: unknown
   std::vector<RankArrival> arrivals;  // aligned ranks, in input order
   int64_t spread_ns = 0;              // latest − earliest arrival
   int64_t step_ns = 0;                // median step duration over the ranks
