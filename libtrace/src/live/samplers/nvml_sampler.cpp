@@ -9,6 +9,11 @@
 #include "core/quiet_thread.h"
 #include "stepwatch/core/gpu_samples.h"
 
+// nvml.h declares the device handle's struct at global scope (`typedef struct nvmlDevice_st*
+// nvmlDevice_t`): so do we, so that our function-pointer types are NVML's own (a pointer type that
+// names another struct is a different function type, which UBSan's -fsanitize=function reports).
+struct nvmlDevice_st;
+
 namespace stepwatch::live {
 namespace {
 
@@ -16,7 +21,7 @@ namespace {
 // CUDA toolkit install, and we dlopen the library anyway). nvmlReturn_t is an int-sized enum with
 // NVML_SUCCESS = 0; nvmlDevice_t is an opaque pointer.
 using nvmlReturn_t = int;
-using nvmlDevice_t = struct nvmlDevice_st*;
+using nvmlDevice_t = ::nvmlDevice_st*;
 constexpr nvmlReturn_t NVML_SUCCESS = 0;
 constexpr int NVML_CLOCK_SM = 1;          // nvmlClockType_t
 constexpr int NVML_TEMPERATURE_GPU = 0;   // nvmlTemperatureSensors_t
