@@ -96,7 +96,7 @@ void StragglerDetector::on_step(const StepView& step, FindingSink& sink) {
               " its best recent time with the same kernels while the rest of the step is unchanged: this rank "
               "waited inside the collective for a late peer (straggler), " +
               format_ms(cost_ns) + " (" + format_pct(f.cost_pct) + " of " + format_ms(step.duration_ns()) +
-              ") of it exposed. Naming the late rank needs the other ranks' traces (multi-rank merge, issue 6). "
+              ") of it exposed. Naming the late rank needs the other ranks' traces (stepwatch analyze over every rank's trace: late_rank). "
               "Fix: find the slow rank (compare per-rank step times), then its cause — input pipeline, host "
               "contention, throttling, a slow link (NCCL_DEBUG=INFO, nvidia-smi topo -m).";
   f.with("extra_exposed_ms", ms3_of(cost_ns))
