@@ -21,9 +21,15 @@ FAKES = os.path.join(HERE, "fakes")
 if SHIM_SRC not in sys.path:
     sys.path.insert(0, SHIM_SRC)
 
-LIBRARY = os.environ.get("STEPWATCH_TEST_LIBRARY") or None
-FAKE_CUPTI = os.environ.get("STEPWATCH_TEST_FAKE_CUPTI") or None
-CLI = os.environ.get("STEPWATCH_TEST_CLI") or None
+def _absolute(variable):
+    # Absolute, so that the README's relative paths keep working in children run from a temp dir.
+    value = os.environ.get(variable)
+    return os.path.abspath(value) if value else None
+
+
+LIBRARY = _absolute("STEPWATCH_TEST_LIBRARY")
+FAKE_CUPTI = _absolute("STEPWATCH_TEST_FAKE_CUPTI")
+CLI = _absolute("STEPWATCH_TEST_CLI")
 
 needs_library = unittest.skipUnless(LIBRARY and os.path.isfile(LIBRARY), "STEPWATCH_TEST_LIBRARY not set")
 needs_fake_cupti = unittest.skipUnless(
