@@ -152,10 +152,11 @@ std::string duplicate_ranks(const std::vector<const RankResult*>& results, const
   return {};
 }
 
+// The names are Severity's own (to_string), as findings print them.
 std::optional<Severity> severity_named(const std::string& s) {
-  if (s == "info") return Severity::kInfo;
-  if (s == "warning") return Severity::kWarning;
-  if (s == "critical") return Severity::kCritical;
+  for (Severity v : {Severity::kInfo, Severity::kWarning, Severity::kCritical}) {
+    if (to_string(v) == s) return v;
+  }
   return std::nullopt;
 }
 
