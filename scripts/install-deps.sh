@@ -36,3 +36,6 @@ if ((${#pip_missing[@]})); then
   python3 -m pip install --quiet "${pip_missing[@]}" >&2 ||
     echo "stepwatch: could not install ${pip_missing[*]} (offline?): the tests that need them skip" >&2
 fi
+
+# The CUPTI releases the per-version tests run against (NVIDIA's wheels; see scripts/fetch-cupti.sh).
+"$(dirname "${BASH_SOURCE[0]}")/fetch-cupti.sh"

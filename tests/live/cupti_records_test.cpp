@@ -1,10 +1,13 @@
-// Record conversion through the REAL cuptiActivityGetNextRecord (libcupti.so.13 works without a
-// driver for parsing: CUPTI_NOTES §9), fed with real CUPTI 13.0 record structs.
+// Record conversion through the REAL cuptiActivityGetNextRecord (libcupti.so.13 and .12 work
+// without a driver for parsing: CUPTI_NOTES §9), fed with records of that library's own layout.
+// STEPWATCH_TEST_REAL_CUPTI names another release's library (the per-version runs of
+// tests/CMakeLists.txt: each CUPTI in the layout table whose parser runs without a GPU).
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -21,23 +24,42 @@ namespace {
 
 using test_support::RecordingSink;
 
+std::string test_cupti_path() {
+  const char* env = std::getenv("STEPWATCH_TEST_REAL_CUPTI");
+  return env != nullptr && *env != '\0' ? env : STEPWATCH_DEFAULT_CUPTI_DIR "/libcupti.so.13";
+}
+
 const CuptiApi& real_cupti() {
   static const CuptiApi* api = [] {
     auto* a = new CuptiApi();
     std::string error;
     // By its file: in this process the fake (soname libcupti.so.13) may be loaded already.
-    if (!open_cupti_library(STEPWATCH_DEFAULT_CUPTI_DIR "/libcupti.so.13", *a, error)) {
-      ADD_FAILURE() << "real libcupti.so.13 not found: " << error;
+    if (!open_cupti_library(test_cupti_path(), *a, error)) {
+      ADD_FAILURE() << "real libcupti not found: " << error;
     }
     return a;
   }();
   return *api;
 }
 
+// The layout of the library under test: every record here is built at its sizes.
+const RecordLayout& test_layout() {
+  static const RecordLayout* layout = [] {
+    uint32_t version = 0;
+    if (real_cupti().cuptiGetVersion != nullptr) real_cupti().cuptiGetVersion(&version);
+    const RecordLayout* l = record_layout(version);
+    if (l == nullptr) ADD_FAILURE() << test_cupti_path() << ": CUPTI API version " << version << " is not in the table";
+    return l != nullptr ? l : &compiled_record_layout();
+  }();
+  return *layout;
+}
+
 class CuptiRecordsTest : public ::testing::Test {
  protected:
   void SetUp() override { ASSERT_NE(real_cupti().cuptiActivityGetNextRecord, nullptr); }
   BufferParseResult parse(ActivityBufferBuilder& b) { return converter_.parse(b.data(), b.size()); }
+
+  CuptiRecordsTest() { converter_.set_layout(test_layout()); }
 
   RecordingSink sink_;
   RecordConverter converter_{real_cupti(), sink_};
@@ -52,7 +74,8 @@ TEST(CuptiApiTest, LoadsTheRealLibcupti) {
   EXPECT_TRUE(error.empty());
   uint32_t version = 0;
   ASSERT_EQ(api.cuptiGetVersion(&version), CUPTI_SUCCESS);
-  EXPECT_GE(version, 130000u);
+  // The toolkit's 13.0, or — in a per-version run — the release this process loaded first.
+  EXPECT_NE(record_layout(version), nullptr) << version;
 }
 
 TEST(CuptiApiTest, ExplicitPathFirstThenFallbackWithANote) {
@@ -110,7 +133,7 @@ TEST(CuptiApiTest, ErrorMacroReturnsTheStatusAndNamesTheCall) {
 }
 
 TEST_F(CuptiRecordsTest, KernelBecomesAKernelEvent) {
-  ActivityBufferBuilder b;
+  ActivityBufferBuilder b(1u << 20, test_layout());
   static const char kName[] = "_Z6gemm_kIfEvPKT_";
   b.kernel(kName, 1'000, 3'500, 42, /*device=*/1, /*stream=*/13);
   const BufferParseResult r = parse(b);
@@ -130,7 +153,7 @@ TEST_F(CuptiRecordsTest, KernelBecomesAKernelEvent) {
 }
 
 TEST_F(CuptiRecordsTest, NcclKernelsAreCollectives) {
-  ActivityBufferBuilder b;
+  ActivityBufferBuilder b(1u << 20, test_layout());
   b.kernel("_Z38ncclDevKernel_AllReduce_Sum_f32_RING_LL24ncclDevKernelArgsStorageILm4096EE", 10, 20, 1);
   b.kernel("_Z24ncclDevKernel_AllGather_RING_LL24ncclDevKernelArgsStorageILm4096EE", 30, 40, 2);
   parse(b);
@@ -141,7 +164,7 @@ TEST_F(CuptiRecordsTest, NcclKernelsAreCollectives) {
 }
 
 TEST_F(CuptiRecordsTest, RepeatedKernelNamesInternOnceAndDifferentNamesStayApart) {
-  ActivityBufferBuilder b;
+  ActivityBufferBuilder b(1u << 20, test_layout());
   const std::string a = "_Z1av", c = "_Z1cv";
   for (int i = 0; i < 100; ++i) b.kernel((i % 2 == 0 ? a : c).c_str(), 10 + i, 20 + i, static_cast<uint32_t>(i));
   parse(b);
@@ -154,7 +177,7 @@ TEST_F(CuptiRecordsTest, RepeatedKernelNamesInternOnceAndDifferentNamesStayApart
 }
 
 TEST_F(CuptiRecordsTest, MemcpyCarriesKindMemoryBytesAsyncAndTheRuntimeCorrelation) {
-  ActivityBufferBuilder b;
+  ActivityBufferBuilder b(1u << 20, test_layout());
   b.memcpy(CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
            /*async=*/true, 64 << 20, 100, 900, /*corr=*/7, /*runtime corr=*/77, 0, 3);
   b.memcpy(CUPTI_ACTIVITY_MEMCPY_KIND_DTOH, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, CUPTI_ACTIVITY_MEMORY_KIND_PINNED,
@@ -186,7 +209,7 @@ TEST_F(CuptiRecordsTest, MemcpyCarriesKindMemoryBytesAsyncAndTheRuntimeCorrelati
 }
 
 TEST_F(CuptiRecordsTest, PeerCopyIsAPtoPMemcpy) {
-  ActivityBufferBuilder b;
+  ActivityBufferBuilder b(1u << 20, test_layout());
   b.peer_memcpy(1 << 20, 50, 60, 11, /*src=*/0, /*dst=*/1);
   parse(b);
   const auto ev = sink_.events();
@@ -200,7 +223,7 @@ TEST_F(CuptiRecordsTest, PeerCopyIsAPtoPMemcpy) {
 }
 
 TEST_F(CuptiRecordsTest, MemsetBecomesAMemsetEvent) {
-  ActivityBufferBuilder b;
+  ActivityBufferBuilder b(1u << 20, test_layout());
   b.memset(256, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, /*async=*/true, 5, 6, 12, 2, 9);
   b.memset(128, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, /*async=*/false, 7, 8, 13);
   parse(b);
@@ -216,7 +239,7 @@ TEST_F(CuptiRecordsTest, MemsetBecomesAMemsetEvent) {
 }
 
 TEST_F(CuptiRecordsTest, SynchronizationRecordsCarryTheirKind) {
-  ActivityBufferBuilder b;
+  ActivityBufferBuilder b(1u << 20, test_layout());
   b.sync(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE, 10, 20, 1);
   b.sync(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT, 30, 31, 2, 5);
   b.sync(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE, 40, 90, 3, 7);
@@ -247,9 +270,13 @@ TEST_F(CuptiRecordsTest, SynchronizationRecordsCarryTheirKind) {
 }
 
 TEST_F(CuptiRecordsTest, RuntimeAndDriverApiRecordsAreNamedAndClassified) {
-  ActivityBufferBuilder b;
+  ActivityBufferBuilder b(1u << 20, test_layout());
   b.api(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 10, 15, 111, 1);
-  b.api(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000, 20, 25, 111, 2);
+  // CUDA 13's launch entry point where the library has it; CUDA 12's cudaLaunchKernelExC otherwise.
+  const bool cuda13 = test_layout().major >= 13;
+  b.api(CUPTI_ACTIVITY_KIND_RUNTIME,
+        cuda13 ? CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000 : CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060,
+        20, 25, 111, 2);
   b.api(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_ptsz_v7000, 30, 80, 111, 3);
   b.api(CUPTI_ACTIVITY_KIND_DRIVER, CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize, 31, 79, 111, 4);
   b.api(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020, 90, 99, 222, 5);
@@ -263,7 +290,7 @@ TEST_F(CuptiRecordsTest, RuntimeAndDriverApiRecordsAreNamedAndClassified) {
   EXPECT_EQ(ev[0].api_class(), ApiClass::kLaunch);
   EXPECT_EQ(ev[0].thread, 111u);
   EXPECT_EQ(ev[0].correlation, 1u);
-  EXPECT_EQ(sink_.name(ev[1].name), "__cudaLaunchKernel");
+  EXPECT_EQ(sink_.name(ev[1].name), cuda13 ? "__cudaLaunchKernel" : "cudaLaunchKernelExC");
   EXPECT_EQ(ev[1].api_class(), ApiClass::kLaunch);
   EXPECT_EQ(sink_.name(ev[2].name), "cudaStreamSynchronize_ptsz");
   EXPECT_EQ(ev[2].api_class(), ApiClass::kStreamSync);
@@ -276,7 +303,7 @@ TEST_F(CuptiRecordsTest, RuntimeAndDriverApiRecordsAreNamedAndClassified) {
 }
 
 TEST_F(CuptiRecordsTest, UnknownCbidGivesAnUnnamedApiCall) {
-  ActivityBufferBuilder b;
+  ActivityBufferBuilder b(1u << 20, test_layout());
   b.api(CUPTI_ACTIVITY_KIND_RUNTIME, 99999, 10, 15, 1, 1);
   parse(b);
   const auto ev = sink_.events();
@@ -286,7 +313,7 @@ TEST_F(CuptiRecordsTest, UnknownCbidGivesAnUnnamedApiCall) {
 }
 
 TEST_F(CuptiRecordsTest, MemoryRecordsAreAllocations) {
-  ActivityBufferBuilder b;
+  ActivityBufferBuilder b(1u << 20, test_layout());
   b.memory(CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, 1 << 30, 5000, 21, 3);
   b.memory(CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, 1 << 30, 6000, 22, 3);
   parse(b);
@@ -304,7 +331,7 @@ TEST_F(CuptiRecordsTest, MemoryRecordsAreAllocations) {
 }
 
 TEST_F(CuptiRecordsTest, OverheadRecordsAreConvertedAndTheirDataFreed) {
-  ActivityBufferBuilder b;
+  ActivityBufferBuilder b(1u << 20, test_layout());
   auto* r1 = b.overhead(CUPTI_ACTIVITY_OVERHEAD_CUPTI_BUFFER_FLUSH, 100, 400, 0, /*overhead data=*/64);
   auto* r2 = b.overhead(CUPTI_ACTIVITY_OVERHEAD_COMMAND_BUFFER_FULL, 500, 600, 3, 16);
   ASSERT_NE(r1->overheadData, nullptr);
@@ -323,7 +350,7 @@ TEST_F(CuptiRecordsTest, OverheadRecordsAreConvertedAndTheirDataFreed) {
 }
 
 TEST_F(CuptiRecordsTest, ZeroTimestampsAreSkippedAndReportedOncePerBuffer) {
-  ActivityBufferBuilder b;
+  ActivityBufferBuilder b(1u << 20, test_layout());
   b.kernel("_Z1kv", 0, 0, 1);
   b.kernel("_Z1kv", 10, 20, 2);
   b.memcpy(CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, CUPTI_ACTIVITY_MEMORY_KIND_PINNED, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, true,
@@ -343,7 +370,7 @@ TEST_F(CuptiRecordsTest, ZeroTimestampsAreSkippedAndReportedOncePerBuffer) {
 }
 
 TEST_F(CuptiRecordsTest, AnIncompleteRecordStopsTheBufferAndIsReported) {
-  ActivityBufferBuilder b;
+  ActivityBufferBuilder b(1u << 20, test_layout());
   b.kernel("_Z1kv", 10, 20, 1);
   b.append_raw(/*not a CUPTI kind*/ 777, 64);
   b.kernel("_Z1kv", 30, 40, 2);  // unreachable: CUPTI cannot step over the bad record
@@ -352,13 +379,13 @@ TEST_F(CuptiRecordsTest, AnIncompleteRecordStopsTheBufferAndIsReported) {
   EXPECT_EQ(r.events, 1u);
   // What follows the first record is skipped: counted in records, estimated at the mean size of the
   // records read before it (the bad one and the unreachable kernel).
-  EXPECT_EQ(r.skipped_bytes, 64u + sizeof(CUpti_ActivityKernel10));
+  EXPECT_EQ(r.skipped_bytes, 64u + test_layout().kernel.bytes);
   EXPECT_EQ(sink_.loss(LossKind::kIncompleteRecord), 2u);
   EXPECT_EQ(sink_.loss_calls(LossKind::kIncompleteRecord), 1u);
 }
 
 TEST_F(CuptiRecordsTest, KindInvalidIsIncompleteToo) {
-  ActivityBufferBuilder b;
+  ActivityBufferBuilder b(1u << 20, test_layout());
   b.append_raw(CUPTI_ACTIVITY_KIND_INVALID, 40);
   const BufferParseResult r = parse(b);
   EXPECT_TRUE(r.incomplete);
@@ -367,7 +394,7 @@ TEST_F(CuptiRecordsTest, KindInvalidIsIncompleteToo) {
 }
 
 TEST_F(CuptiRecordsTest, KindsOfOtherClientsAreIgnored) {
-  ActivityBufferBuilder b;
+  ActivityBufferBuilder b(1u << 20, test_layout());
   auto* marker = b.append<CUpti_ActivityMarker2>(CUPTI_ACTIVITY_KIND_MARKER);
   marker->timestamp = 10;
   b.kernel("_Z1kv", 10, 20, 1);
@@ -379,17 +406,17 @@ TEST_F(CuptiRecordsTest, KindsOfOtherClientsAreIgnored) {
 }
 
 TEST_F(CuptiRecordsTest, ValidSizeBoundsTheRecordsRead) {
-  ActivityBufferBuilder b;
+  ActivityBufferBuilder b(1u << 20, test_layout());
   b.kernel("_Z1kv", 10, 20, 1);
   b.kernel("_Z1kv", 30, 40, 2);
-  const BufferParseResult r = converter_.parse(b.data(), sizeof(CUpti_ActivityKernel10));
+  const BufferParseResult r = converter_.parse(b.data(), test_layout().kernel.bytes);
   EXPECT_EQ(r.records, 1u);
   EXPECT_EQ(converter_.parse(b.data(), 0).records, 0u);
   EXPECT_EQ(converter_.parse(nullptr, 100).records, 0u);
 }
 
 TEST_F(CuptiRecordsTest, EveryKindInOneBuffer) {
-  ActivityBufferBuilder b;
+  ActivityBufferBuilder b(1u << 20, test_layout());
   b.api(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 1, 2, 1, 1);
   b.kernel("_Z1kv", 3, 4, 1);
   b.memcpy(CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, CUPTI_ACTIVITY_MEMORY_KIND_PINNED, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, true,
@@ -424,7 +451,7 @@ namespace {
 // EnableAllSyncRecords(0) only drops queries that were not complete), which reads as the host
 // blocked; paired with its API record it is dropped, and a real wait gets its API call's thread.
 TEST_F(CuptiRecordsTest, SyncRecordsArePairedWithTheirApiRecord) {
-  ActivityBufferBuilder b;
+  ActivityBufferBuilder b(1u << 20, test_layout());
   b.api(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaEventQuery_v3020, 100, 105, 4242, 7);
   b.sync(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE, 100, 105, 7);
   b.api(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020, 200, 900, 4243, 8);
@@ -441,13 +468,13 @@ TEST_F(CuptiRecordsTest, SyncRecordsArePairedWithTheirApiRecord) {
 }
 
 TEST_F(CuptiRecordsTest, ASyncRecordWaitsForItsApiRecordInTheNextBuffer) {
-  ActivityBufferBuilder first;
+  ActivityBufferBuilder first(1u << 20, test_layout());
   first.sync(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE, 200, 900, 9, 7);
   parse(first);
   EXPECT_EQ(sink_.event_count(), 0u);
   EXPECT_EQ(converter_.oldest_held_ns(), 200) << "the watermark waits for a held record";
   converter_.tick();
-  ActivityBufferBuilder second;
+  ActivityBufferBuilder second(1u << 20, test_layout());
   second.api(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020, 200, 900, 4244, 9);
   parse(second);
   const auto ev = sink_.events();
@@ -462,7 +489,7 @@ TEST_F(CuptiRecordsTest, ASyncRecordWaitsForItsApiRecordInTheNextBuffer) {
 // timestamps), never delivered again (pytorch/pytorch#195844). With its kind intact, CUPTI steps
 // over it: the records after it are read, it is counted.
 TEST_F(CuptiRecordsTest, AForcedFlushsIncompleteRecordsAreSkippedCountedAndParsedPast) {
-  ActivityBufferBuilder b;
+  ActivityBufferBuilder b(1u << 20, test_layout());
   b.kernel("_Z1kv", 10, 20, 1);
   b.kernel("_Z1kv", 30, 0, 2);  // running: no end yet
   b.kernel("_Z1kv", 0, 0, 3);   // queued: no timestamps yet
@@ -479,7 +506,7 @@ TEST_F(CuptiRecordsTest, AForcedFlushsIncompleteRecordsAreSkippedCountedAndParse
 }
 
 TEST_F(CuptiRecordsTest, WithoutAForcedFlushNoTimestampsIsLostTimingAsBefore) {
-  ActivityBufferBuilder b;
+  ActivityBufferBuilder b(1u << 20, test_layout());
   b.kernel("_Z1kv", 0, 0, 3);
   const BufferParseResult r = converter_.parse(b.data(), b.size(), /*forced=*/false);
   EXPECT_EQ(r.zero_timestamp, 1u);
@@ -500,9 +527,10 @@ class CountingSink : public RecordingSink {
 TEST(CuptiRecordsNames, TenThousandNamesInternOnceAcrossBuffersAndAgainAfterAModuleUnload) {
   CountingSink sink;
   RecordConverter converter(real_cupti(), sink);
+  converter.set_layout(test_layout());
   std::vector<std::string> names;
   for (int i = 0; i < 10'000; ++i) names.push_back("_Z6kernel" + std::to_string(i) + "v");
-  ActivityBufferBuilder b(names.size() * sizeof(CUpti_ActivityKernel10));
+  ActivityBufferBuilder b(names.size() * test_layout().kernel.bytes, test_layout());
   for (size_t i = 0; i < names.size(); ++i) b.kernel(names[i].c_str(), 10 + i, 20 + i, static_cast<uint32_t>(i));
   converter.parse(b.data(), b.size());
   converter.parse(b.data(), b.size());
@@ -521,13 +549,14 @@ TEST(CuptiRecordsNames, TenThousandNamesInternOnceAcrossBuffersAndAgainAfterAMod
 TEST(CuptiRecordsClock, TimestampsGoThroughTheClockMap) {
   RecordingSink sink;
   RecordConverter converter(real_cupti(), sink);
+  converter.set_layout(test_layout());
   ClockCheck clock;
   converter.set_clock(&clock);
   // A TSC-like clock: 2.5 ticks per ns, far from CLOCK_REALTIME.
   const int64_t h0 = 1'800'000'000'000'000'000;
   auto ticks = [&](int64_t host) { return static_cast<uint64_t>((host - h0) * 5 / 2) + 1'000'000; };
   EXPECT_EQ(clock.observe(ticks(h0), h0, h0).state, ClockCheck::State::kCalibrating);
-  ActivityBufferBuilder b;
+  ActivityBufferBuilder b(1u << 20, test_layout());
   b.kernel("_Z1kv", ticks(h0 + 1000), ticks(h0 + 2000), 1);
   const BufferParseResult dropped = converter.parse(b.data(), b.size());
   EXPECT_EQ(dropped.clock_dropped, 1u);
@@ -587,25 +616,28 @@ namespace stepwatch::live {
 namespace {
 
 CUptiResult steps_16_bytes_too_far(uint8_t* buffer, size_t valid, CUpti_Activity** record) {
-  // A library whose kernel record is 16 bytes longer than Kernel10 (a newer KernelN).
+  // A library whose kernel record is 16 bytes longer than the table says (a newer KernelN).
   const CUptiResult r = real_cupti().cuptiActivityGetNextRecord(buffer, valid, record);
   if (r == CUPTI_SUCCESS && (*record)->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL &&
-      reinterpret_cast<uint8_t*>(*record) - buffer == sizeof(CUpti_ActivityKernel10)) {
+      reinterpret_cast<uint8_t*>(*record) - buffer == test_layout().kernel.bytes) {
     *record = reinterpret_cast<CUpti_Activity*>(reinterpret_cast<uint8_t*>(*record) + 16);
   }
   return r;
 }
 
 TEST(CuptiLayoutCheck, TheRealLibcuptiIteratesOurStructsAtOurSizes) {
-  EXPECT_EQ(check_record_layouts(real_cupti()), "");
+  EXPECT_EQ(check_record_layouts(real_cupti(), test_layout()), "");
 }
 
 TEST(CuptiLayoutCheck, ALibraryWithAnotherKernelRecordSizeIsRefusedWithOneLine) {
   CuptiApi skewed = real_cupti();
   skewed.cuptiActivityGetNextRecord = &steps_16_bytes_too_far;
-  const std::string line = check_record_layouts(skewed);
-  EXPECT_NE(line.find("its record layouts differ from CUPTI 13.0's: after CONCURRENT_KERNEL (Kernel10) the next "
-                      "record is at byte 232, not 216"),
+  const RecordLayout& l = test_layout();
+  const std::string line = check_record_layouts(skewed, l);
+  const std::string bytes = std::to_string(l.kernel.bytes);
+  EXPECT_NE(line.find("its record layouts differ from " + std::string(l.name) + "'s: after CONCURRENT_KERNEL (" +
+                      l.kernel.record + ", " + bytes + " bytes) the next record is at byte " +
+                      std::to_string(l.kernel.bytes + 16) + ", not " + bytes),
             std::string::npos)
       << line;
 }

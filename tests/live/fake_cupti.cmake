@@ -5,7 +5,8 @@
 # STEPWATCH_CUPTI_INCLUDE_DIR is set.
 set(_fake_cupti_dir ${CMAKE_CURRENT_LIST_DIR}/fake_cupti)
 add_library(stepwatch_fake_cupti SHARED ${_fake_cupti_dir}/fake_cupti.cpp ${_fake_cupti_dir}/fake_cupti_control.cpp
-            ${_fake_cupti_dir}/fake_cupti_sim.cpp ${_fake_cupti_dir}/fake_cupti_calls.cpp ${_fake_cupti_dir}/fake_kineto.cpp)
+            ${_fake_cupti_dir}/fake_cupti_sim.cpp ${_fake_cupti_dir}/fake_cupti_calls.cpp ${_fake_cupti_dir}/fake_kineto.cpp
+            ${PROJECT_SOURCE_DIR}/libtrace/src/cupti/record_layouts.cpp)
 # The record builder lives with the adapter (libtrace/src/cupti/cupti_record_builder.h).
 target_include_directories(stepwatch_fake_cupti PRIVATE ${_fake_cupti_dir} ${PROJECT_SOURCE_DIR}/libtrace/src
                            SYSTEM PRIVATE ${STEPWATCH_CUPTI_INCLUDE_DIR})

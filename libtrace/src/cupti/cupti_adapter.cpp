@@ -68,8 +68,14 @@ GpuTracerOptions sanitized(GpuTracerOptions o) {
   return o;
 }
 
+// 13.x numbers its API versions MMmmuu (130001: 13.0 Update 1); before, a sequence did
+// (cupti_version.h: v24 CUDA 12.6, v26 12.8, v27 12.9, v28 12.9 Update 1).
 std::string version_text(uint32_t v) {
-  return std::to_string(v / 10000) + "." + std::to_string((v / 100) % 100) + " (API " + std::to_string(v) + ")";
+  const std::string api = " (API " + std::to_string(v) + ")";
+  if (v >= 130000) return std::to_string(v / 10000) + "." + std::to_string((v / 100) % 100) + api;
+  static constexpr const char* kCuda12[] = {"12.0", "12.1", "12.2", "12.3", "12.4", "12.5", "12.6", "12.7", "12.8", "12.9", "12.9"};
+  if (v >= 19 && v <= 28) return std::string(kCuda12[v == 19 ? 0 : v - 18]) + api;
+  return "API version " + std::to_string(v);
 }
 
 bool set_size_attribute(const CuptiApi& api, CUpti_ActivityAttribute attr, int64_t bytes) {
@@ -97,7 +103,7 @@ TracerState CuptiAdapterCore::start(const CuptiApi* api, const GpuTracerOptions&
     sink_open_.store(true);
     TracerState result = TracerState::kUnavailable;
     if (api == nullptr) {
-      detail = "CUPTI (libcupti.so.13) could not be loaded: " + std::string(load_error) +
+      detail = "CUPTI (libcupti.so.13 or .12) could not be loaded: " + std::string(load_error) +
                "; GPU tracing is off, NVTX ranges and C-API marks are still recorded";
     } else if (!api->complete()) {
       detail = "the CUPTI function table is incomplete; GPU tracing is off";
@@ -138,13 +144,16 @@ TracerState CuptiAdapterCore::check_library(std::string& detail) {
   SW_CUPTI_CALL(api_, cuptiGetVersion(&version));
   cupti_version_.store(version);
   // Record layouts change within a major version: only versions whose layouts the parser knows.
-  if (known_record_layout(version) == nullptr) {
+  const RecordLayout* layout = record_layout(version);
+  if (layout == nullptr) {
     detail = library_text() + ": its record layouts are not ones stepwatch reads (known: CUPTI " +
              known_record_layouts_text() + "); GPU tracing is off";
     return TracerState::kUnavailable;
   }
-  // The library must iterate our structs at our sizes before any of its records is read.
-  if (const std::string mismatch = check_record_layouts(api_); !mismatch.empty()) {
+  layout_ = layout;
+  converter_->set_layout(*layout);
+  // The library must iterate records of that layout's sizes before any of its records is read.
+  if (const std::string mismatch = check_record_layouts(api_, *layout); !mismatch.empty()) {
     detail = library_text() + ": " + mismatch + "; GPU tracing is off";
     return TracerState::kUnavailable;
   }
@@ -161,8 +170,12 @@ bool CuptiAdapterCore::subscribe(std::string& detail, TracerState& refused) {
   params.subscriberName = "stepwatch";
   params.oldSubscriberName = other;
   params.oldSubscriberSize = sizeof(other);
-  // Not SW_CUPTI_CALL: a refusal is an expected outcome, reported through `detail`.
-  const CUptiResult r = api_.cuptiSubscribe_v2(&subscriber_, &on_callback, this, &params);
+  // Not SW_CUPTI_CALL: a refusal is an expected outcome, reported through `detail`. CUPTI 12 has no
+  // cuptiSubscribe_v2 (cupti_callbacks.h of 12.x): there the holder cannot be named.
+  const bool v2 = api_.cuptiSubscribe_v2 != nullptr && cupti_version_.load() >= 130000;
+  const char* subscribe_call = v2 ? "cuptiSubscribe_v2" : "cuptiSubscribe";
+  const CUptiResult r = v2 ? api_.cuptiSubscribe_v2(&subscriber_, &on_callback, this, &params)
+                           : api_.cuptiSubscribe(&subscriber_, &on_callback, this);
   if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
     other[sizeof(other) - 1] = '\0';
     std::string who = other[0] != '\0' ? std::string(other) : std::string();
@@ -182,9 +195,10 @@ bool CuptiAdapterCore::subscribe(std::string& detail, TracerState& refused) {
     return false;
   }
   if (r != CUPTI_SUCCESS) {
-    detail = "CUPTI refused to start: cuptiSubscribe_v2 -> " + cupti_result_text(api_, r);
+    detail = "CUPTI refused to start: " + std::string(subscribe_call) + " -> " + cupti_result_text(api_, r);
     if (r == CUPTI_ERROR_NOT_INITIALIZED || r == CUPTI_ERROR_UNKNOWN) {
-      detail += " (no GPU, or a driver older than CUDA 13?)";
+      detail += layout_ != nullptr && layout_->major >= 13 ? " (no GPU, or a driver older than CUDA 13 — R580?)"
+                                                           : " (no GPU, or a driver older than this CUPTI?)";
     }
     detail += "; GPU tracing is off";
     refused = TracerState::kUnavailable;
@@ -217,14 +231,16 @@ std::string CuptiAdapterCore::enable_attributes_and_callbacks() {
   size_t zeroed_size = sizeof(zeroed);
   SW_CUPTI_CALL(api_, cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &zeroed_size,
                                                 &zeroed));
-  // Per-thread buffers stay as CUPTI has them (on by default, 7201-7211; changing it mid-session
-  // is undefined, and Kineto sets it too: pytorch/kineto#1115). Adaptive buffer sizes keep a
+  // Per-thread buffers stay as CUPTI has them (on by default in 13.x, 7201-7211, off in 12.x;
+  // changing it mid-session is undefined, and Kineto sets it too: pytorch/kineto#1115). Adaptive buffer sizes keep a
   // buffer that CUPTI withholds while it holds a running kernel's record short-lived instead.
 
   // Pitfall 8: cudaEventQuery/cudaStreamQuery polling (PyTorch's allocator, the NCCL watchdog)
   // would otherwise flood SYNCHRONIZATION records. Completed queries still leave one each
   // (8256-8266): the converter drops those by their API record (sync_pairing.h).
-  if (SW_CUPTI_CALL(api_, cuptiActivityEnableAllSyncRecords(0)) != CUPTI_SUCCESS) {
+  // Added in CUPTI 12.8 (API 26): before, the converter's pairing alone drops the query records.
+  if (api_.cuptiActivityEnableAllSyncRecords != nullptr && cupti_version_.load() >= 26 &&
+      SW_CUPTI_CALL(api_, cuptiActivityEnableAllSyncRecords(0)) != CUPTI_SUCCESS) {
     notes += "; sync-record filter not set (query polling adds sync records)";
   }
   int callback_failures = 0;
@@ -234,6 +250,14 @@ std::string CuptiAdapterCore::enable_attributes_and_callbacks() {
   }
   for (const auto list : {traced_api_callbacks(), traced_resource_callbacks()}) {
     for (const TracedCallback& cb : list) {
+      // The table holds CUDA 13's calls too (cudaLaunchKernel_v13000, ...): a CBID this library
+      // cannot name is one its CUDA does not have (the numbering only grows: 12.x's ids keep their
+      // values in 13.x), skipped, not a failure.
+      const char* name = nullptr;
+      if (cb.domain != CUPTI_CB_DOMAIN_RESOURCE &&
+          api_.cuptiGetCallbackName(cb.domain, cb.cbid, &name) != CUPTI_SUCCESS) {
+        continue;
+      }
       if (SW_CUPTI_CALL(api_, cuptiEnableCallback(1, subscriber_, cb.domain, cb.cbid)) != CUPTI_SUCCESS) {
         ++callback_failures;
       }

@@ -176,6 +176,7 @@ class CuptiAdapterCore : public std::enable_shared_from_this<CuptiAdapterCore> {
   std::atomic<int64_t> restarted_at_ns_{0};
   std::atomic<int64_t> cupti_overhead_ns_{0};
   std::atomic<uint32_t> cupti_version_{0};
+  const RecordLayout* layout_ = nullptr;  // the loaded library's (set by check_library)
 };
 
 // The core whose buffer callbacks are registered: CUPTI's buffer callbacks carry no user pointer.

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -44,11 +45,11 @@ void cupti_log(std::string_view line) noexcept {
 }
 
 bool CuptiApi::complete() const noexcept {
-  return cuptiSubscribe_v2 && cuptiUnsubscribe && cuptiEnableCallback && cuptiEnableDomain &&
+  return (cuptiSubscribe_v2 || cuptiSubscribe) && cuptiUnsubscribe && cuptiEnableCallback && cuptiEnableDomain &&
          cuptiGetCallbackName && cuptiActivityEnable && cuptiActivityDisable &&
          cuptiActivityRegisterCallbacks && cuptiActivitySetAttribute && cuptiActivityFlushAll &&
          cuptiActivityGetNextRecord && cuptiActivityGetNumDroppedRecords &&
-         cuptiActivityEnableAllSyncRecords && cuptiSetThreadIdType && cuptiGetResultString && cuptiGetVersion &&
+         cuptiSetThreadIdType && cuptiGetResultString && cuptiGetVersion &&
          cuptiGetTimestamp && cuptiFinalize;
 }
 
@@ -56,7 +57,14 @@ bool resolve_cupti_api(void* handle, CuptiApi& api, std::string& error) noexcept
   try {
     std::string missing;
 #define SW_RESOLVE(fn) resolve_one(handle, #fn, api.fn, missing)
-    SW_RESOLVE(cuptiSubscribe_v2);
+    std::string optional;  // absent in some supported versions (see cupti_api.h)
+    resolve_one(handle, "cuptiSubscribe_v2", api.cuptiSubscribe_v2, optional);
+    resolve_one(handle, "cuptiSubscribe", api.cuptiSubscribe, optional);
+    if (api.cuptiSubscribe_v2 == nullptr && api.cuptiSubscribe == nullptr) {
+      missing += missing.empty() ? "" : ", ";
+      missing += "cuptiSubscribe_v2 and cuptiSubscribe";
+    }
+    resolve_one(handle, "cuptiActivityEnableAllSyncRecords", api.cuptiActivityEnableAllSyncRecords, optional);
     SW_RESOLVE(cuptiUnsubscribe);
     SW_RESOLVE(cuptiEnableCallback);
     SW_RESOLVE(cuptiEnableDomain);
@@ -68,7 +76,6 @@ bool resolve_cupti_api(void* handle, CuptiApi& api, std::string& error) noexcept
     SW_RESOLVE(cuptiActivityFlushAll);
     SW_RESOLVE(cuptiActivityGetNextRecord);
     SW_RESOLVE(cuptiActivityGetNumDroppedRecords);
-    SW_RESOLVE(cuptiActivityEnableAllSyncRecords);
     SW_RESOLVE(cuptiSetThreadIdType);
     SW_RESOLVE(cuptiGetResultString);
     SW_RESOLVE(cuptiGetVersion);
@@ -146,16 +153,40 @@ bool open_cupti_library(const std::string& path, CuptiApi& api, std::string& err
   }
 }
 
+int driver_cuda_major_hint(const char* version_file) noexcept {
+  // "NVRM version: NVIDIA UNIX x86_64 Kernel Module  570.86.15  ..." (or "Open Kernel Module for
+  // x86_64  580.65.06 ..."): CUDA 13 needs an R580 or later driver.
+  std::FILE* f = std::fopen(version_file, "re");
+  if (f == nullptr) return 0;
+  char line[512] = {};
+  const bool read = std::fgets(line, sizeof(line), f) != nullptr;
+  std::fclose(f);
+  if (!read) return 0;
+  const char* p = std::strstr(line, "Module");
+  if (p == nullptr) return 0;
+  for (p += 6; *p != '\0'; ++p) {
+    if (*p >= '0' && *p <= '9' && (p[-1] == ' ' || p[-1] == '\t')) {
+      char* end = nullptr;
+      const long major = std::strtol(p, &end, 10);
+      if (end != nullptr && *end == '.' && major > 0) return major >= 580 ? 13 : 12;
+    }
+  }
+  return 0;
+}
+
 bool load_cupti_api(std::string_view explicit_path, CuptiApi& api, std::string& error) noexcept {
   try {
     const std::string wanted(explicit_path);
-    // 1. The process's own libcupti.so.13 (torch's): never a second copy next to it.
-    if (void* loaded = dlopen("libcupti.so.13", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD)) {
+    // 1. The process's own libcupti (torch's wheel copy: libcupti.so.13 with CUDA 13 wheels,
+    //    libcupti.so.12 with CUDA 12 ones): never a second copy next to it.
+    for (const char* soname : {"libcupti.so.13", "libcupti.so.12"}) {
+      void* loaded = dlopen(soname, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+      if (loaded == nullptr) continue;
       const std::string path = loaded_path(loaded);
       CuptiApi table;
       std::string missing;
       if (!resolve_cupti_api(loaded, table, missing)) {
-        error = "the libcupti.so.13 already loaded in this process (" + path + ") lacks " + missing;
+        error = std::string("the ") + soname + " already loaded in this process (" + path + ") lacks " + missing;
         return false;
       }
       table.library_path = path;
@@ -168,18 +199,34 @@ bool load_cupti_api(std::string_view explicit_path, CuptiApi& api, std::string& 
       }
       return true;
     }
-    // 2. Another CUPTI (a libcupti.so.12, ...) is loaded: none of ours next to it.
+    // 2. Another CUPTI (a libcupti.so.11, ...) is loaded: none of ours next to it.
     if (const std::string other = any_loaded_libcupti(); !other.empty()) {
       error = "this process already has another CUPTI loaded (" + other +
-              "): stepwatch reads CUPTI 13.0 records and loads no second CUPTI next to it";
+              "): stepwatch reads the records of CUPTI 12 and 13 (libcupti.so.12/.13) and loads no second CUPTI "
+              "next to it";
       return false;
     }
-    // 3. Load one.
+    // 3. Load one: the major of the CUDA runtime the process has loaded, else the one the driver
+    //    supports (CUDA 13 needs R580+), else 13 first.
+    int first_major = 0;
+    if (void* rt = dlopen("libcudart.so.12", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD)) {
+      first_major = 12;
+      dlclose(rt);  // drops only the reference NOLOAD took
+    } else if (void* rt13 = dlopen("libcudart.so.13", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD)) {
+      first_major = 13;
+      dlclose(rt13);
+    } else {
+      first_major = driver_cuda_major_hint("/proc/driver/nvidia/version");
+    }
     std::vector<std::string> candidates;
     if (!wanted.empty()) candidates.push_back(wanted);
-    candidates.push_back("libcupti.so.13");
-    candidates.push_back(STEPWATCH_DEFAULT_CUPTI_DIR "/libcupti.so.13");
-    candidates.push_back("/usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13");
+    const int majors[2] = {first_major == 12 ? 12 : 13, first_major == 12 ? 13 : 12};
+    for (const int major : majors) {
+      const std::string name = "libcupti.so." + std::to_string(major);
+      candidates.push_back(name);  // the loader's search path
+      if (major == 13) candidates.push_back(STEPWATCH_DEFAULT_CUPTI_DIR "/libcupti.so.13");  // our toolkit
+      candidates.push_back("/usr/local/cuda/extras/CUPTI/lib64/" + name);
+    }
     std::string failures;
     for (size_t i = 0; i < candidates.size(); ++i) {
       std::string why;

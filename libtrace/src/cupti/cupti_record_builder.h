@@ -1,6 +1,9 @@
-// Builds real CUPTI 13.0 activity records in memory, laid out exactly as CUPTI lays them out in an
-// activity buffer (8-byte aligned, back to back) — kineto's mock buffers
-// (libkineto/test/CuptiActivityProfilerTest.cpp, MockCuptiActivityBuffer).
+// Builds real CUPTI activity records in memory, laid out exactly as a given CUPTI version lays them
+// out in an activity buffer (8-byte aligned, back to back, each of the size of that version's struct
+// for its kind: record_layouts.h) — kineto's mock buffers
+// (libkineto/test/CuptiActivityProfilerTest.cpp, MockCuptiActivityBuffer). Fields are written
+// through the CUDA 13.0 structs, only those of the prefix common to every layout (the read fields
+// of record_layouts.h), so a shorter record (CUPTI 12.6's Memcpy5) is never written past its end.
 //
 // Production use: the start-up layout check (layout_check.cpp) builds one record of each kind the
 // adapter reads and has the loaded libcupti iterate them, so a library whose record sizes differ
@@ -17,18 +20,27 @@
 #include <cstring>
 #include <memory>
 
+#include "cupti/record_layouts.h"
+#include "cupti/record_size.h"
+
 namespace stepwatch::live {
 
 class ActivityBufferBuilder {
  public:
   // Owns zeroed, 8-byte-aligned storage of `capacity_bytes`.
-  explicit ActivityBufferBuilder(size_t capacity_bytes = 1u << 20)
+  explicit ActivityBufferBuilder(size_t capacity_bytes = 1u << 20,
+                                 const RecordLayout& layout = compiled_record_layout())
       : owned_(static_cast<uint8_t*>(std::calloc(1, capacity_bytes))),
         data_(owned_.get()),
-        capacity_(capacity_bytes) {}
+        capacity_(capacity_bytes),
+        layout_(&layout) {}
   // Writes into `buffer` (e.g. one the adapter handed out through bufferRequested), from offset 0.
-  ActivityBufferBuilder(uint8_t* buffer, size_t capacity_bytes)
-      : data_(buffer), capacity_(capacity_bytes) {}
+  ActivityBufferBuilder(uint8_t* buffer, size_t capacity_bytes, const RecordLayout& layout = compiled_record_layout())
+      : data_(buffer), capacity_(capacity_bytes), layout_(&layout) {}
+
+  const RecordLayout& layout() const { return *layout_; }
+  // The bytes of the last record appended (its own version's size).
+  size_t last_record_bytes() const { return last_bytes_; }
 
   uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
@@ -38,16 +50,19 @@ class ActivityBufferBuilder {
     size_ = 0;
   }
 
-  // A zeroed record of type R with its kind set; nullptr when it does not fit. Every CUPTI 13.0
-  // record size is a multiple of 8, so records stay aligned.
+  // A zeroed record of `kind` at this layout's size for it, seen through R (the 13.0 struct);
+  // nullptr when it does not fit. Every record size in the table is a multiple of 8, so records
+  // stay aligned. Only R's fields of the common prefix may be written.
   template <typename R>
   R* append(CUpti_ActivityKind kind) {
-    static_assert(sizeof(R) % 8 == 0);
-    if (size_ + sizeof(R) > capacity_) return nullptr;
+    size_t bytes = record_size(*layout_, kind);
+    if (bytes == 0) bytes = sizeof(R);  // a kind stepwatch does not read (a marker, ...)
+    if (bytes % 8 != 0 || size_ + bytes > capacity_) return nullptr;
     auto* r = reinterpret_cast<R*>(data_ + size_);
-    std::memset(static_cast<void*>(r), 0, sizeof(R));
+    std::memset(static_cast<void*>(r), 0, bytes);
     r->kind = kind;
-    size_ += sizeof(R);
+    size_ += bytes;
+    last_bytes_ = bytes;
     return r;
   }
 
@@ -98,7 +113,7 @@ class ActivityBufferBuilder {
     r->streamId = stream_id;
     r->correlationId = correlation_id;
     r->runtimeCorrelationId = runtime_correlation_id;
-    r->copyCount = 1;
+    if (layout_->memcpy.bytes > kMemcpyCopyCountOffset) r->copyCount = 1;  // Memcpy6 and later
     return r;
   }
 
@@ -206,7 +221,9 @@ class ActivityBufferBuilder {
   std::unique_ptr<uint8_t, FreeDeleter> owned_;
   uint8_t* data_;
   size_t capacity_;
+  const RecordLayout* layout_;
   size_t size_ = 0;
+  size_t last_bytes_ = 0;
 };
 
 }  // namespace stepwatch::live

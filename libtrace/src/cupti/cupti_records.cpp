@@ -6,19 +6,18 @@
 #include <string_view>
 
 #include "cupti/launch_tracker.h"
+#include "cupti/record_size.h"
 #include "stepwatch/core/classify.h"
 
 namespace stepwatch::live {
 
-// ---- The record versions this adapter reads, pinned in one place ----------------------------
+// ---- The structs the fields are read through ------------------------------------------------
 //
-// CUDA 13.0 layouts. Layouts are not stable within a CUPTI major version: 12.8 moved to Memcpy6
-// and Synchronization2, 13.2 to Kernel11, 13.3 to Kernel12. So the adapter reads a libcupti only
-// when cuptiGetVersion() is in kKnownLayouts (the install-and-use issue widens the table, with a
-// struct set per entry), and checks at start-up that the library iterates these structs at these
-// sizes (layout_check.cpp). The sizes were measured with the 13.0 headers: a header update that
-// changes one fails here and needs a review of this file.
-static_assert(CUPTI_API_VERSION >= 130000, "the record table below is the CUPTI 13.0 one");
+// The CUDA 13.0 structs. Every layout in record_layouts.cpp keeps the fields read here at these
+// offsets (checked below against the compiled headers, and by tests/live/cupti_layout_probe.cpp
+// against each pinned release's), so a record of any known version is read through them: only the
+// fields of the common prefix are touched, never a 13.0 field past a shorter record's end.
+static_assert(CUPTI_API_VERSION >= 130000, "the structs below are the CUPTI 13.0 ones");
 using KernelRecord = CUpti_ActivityKernel10;        // CONCURRENT_KERNEL, KERNEL
 using MemcpyRecord = CUpti_ActivityMemcpy6;         // MEMCPY
 using PeerCopyRecord = CUpti_ActivityMemcpyPtoP4;   // MEMCPY2
@@ -27,27 +26,29 @@ using SyncRecord = CUpti_ActivitySynchronization2;  // SYNCHRONIZATION
 using ApiRecord = CUpti_ActivityAPI;                // RUNTIME, DRIVER
 using MemoryRecord = CUpti_ActivityMemory4;         // MEMORY2
 using OverheadRecord = CUpti_ActivityOverhead3;     // OVERHEAD
-static_assert(sizeof(KernelRecord) == 216 && sizeof(MemcpyRecord) == 96 && sizeof(PeerCopyRecord) == 96 &&
-              sizeof(MemsetRecord) == 88 && sizeof(SyncRecord) == 56 && sizeof(ApiRecord) == 40 &&
-              sizeof(MemoryRecord) == 128 && sizeof(OverheadRecord) == 56);
 
-namespace {
-struct KnownLayout {
-  uint32_t first, last;  // cuptiGetVersion() range
-  const char* name;
-};
-// CUPTI_API_VERSION of the 13.0 releases: 130000 (13.0), 130001 (13.0 Update 1, cupti_version.h:126).
-constexpr KnownLayout kKnownLayouts[] = {{130000, 130099, "CUDA 13.0"}};
-}  // namespace
-
-const char* known_record_layout(uint32_t cupti_version) noexcept {
-  for (const KnownLayout& k : kKnownLayouts) {
-    if (cupti_version >= k.first && cupti_version <= k.last) return k.name;
-  }
-  return nullptr;
-}
-
-const char* known_record_layouts_text() noexcept { return "13.0.x"; }
+namespace read_structs {
+using kernel = KernelRecord;
+using memcpy = MemcpyRecord;
+using peer_copy = PeerCopyRecord;
+using memset = MemsetRecord;
+using sync = SyncRecord;
+using api = ApiRecord;
+using memory = MemoryRecord;
+using overhead = OverheadRecord;
+}  // namespace read_structs
+#define SW_CHECK_READ_FIELD(kind, field, offset) \
+  static_assert(offsetof(read_structs::kind, field) == (offset), #kind "." #field " moved");
+SW_CUPTI_READ_FIELDS(SW_CHECK_READ_FIELD)
+#undef SW_CHECK_READ_FIELD
+// The older structs of the table that the 13.0 headers still carry (cupti_activity_deprecated.h).
+static_assert(offsetof(CUpti_ActivityKernel9, name) == 104 && offsetof(CUpti_ActivityKernel9, correlationId) == 92 &&
+              offsetof(CUpti_ActivityMemcpy5, runtimeCorrelationId) == 48 &&
+              offsetof(CUpti_ActivitySynchronization, streamId) == 32 && offsetof(CUpti_ActivitySynchronization, type) == 4);
+static_assert(sizeof(KernelRecord) == 216 && sizeof(CUpti_ActivityKernel9) == 208 && sizeof(MemcpyRecord) == 96 &&
+              sizeof(CUpti_ActivityMemcpy5) == 88 && sizeof(SyncRecord) == 56 &&
+              sizeof(CUpti_ActivitySynchronization) == 40 && sizeof(PeerCopyRecord) == 96 && sizeof(MemsetRecord) == 88 &&
+              sizeof(ApiRecord) == 40 && sizeof(MemoryRecord) == 128 && sizeof(OverheadRecord) == 56);
 
 namespace {
 
@@ -97,23 +98,6 @@ int16_t device_of(uint32_t device_id) {
   return device_id > 0x7fff ? int16_t{-1} : static_cast<int16_t>(device_id);
 }
 
-
-// The size of the kinds read here (to locate what follows the last record read); 0 for others.
-size_t record_size(CUpti_ActivityKind kind) {
-  switch (kind) {
-    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
-    case CUPTI_ACTIVITY_KIND_KERNEL: return sizeof(KernelRecord);
-    case CUPTI_ACTIVITY_KIND_MEMCPY: return sizeof(MemcpyRecord);
-    case CUPTI_ACTIVITY_KIND_MEMCPY2: return sizeof(PeerCopyRecord);
-    case CUPTI_ACTIVITY_KIND_MEMSET: return sizeof(MemsetRecord);
-    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: return sizeof(SyncRecord);
-    case CUPTI_ACTIVITY_KIND_RUNTIME:
-    case CUPTI_ACTIVITY_KIND_DRIVER: return sizeof(ApiRecord);
-    case CUPTI_ACTIVITY_KIND_MEMORY2: return sizeof(MemoryRecord);
-    case CUPTI_ACTIVITY_KIND_OVERHEAD: return sizeof(OverheadRecord);
-    default: return 0;
-  }
-}
 
 // "cudaLaunchKernel_v7000" -> "cudaLaunchKernel", "cudaStreamSynchronize_ptsz_v7000" ->
 // "cudaStreamSynchronize_ptsz": CUPTI's API version suffix is noise in tables (Kineto's names
@@ -573,7 +557,7 @@ BufferParseResult RecordConverter::parse(uint8_t* buffer, size_t valid_bytes, bo
       break;
     }
     ++result.records;
-    next_offset = static_cast<size_t>(reinterpret_cast<uint8_t*>(record) - buffer) + record_size(record->kind);
+    next_offset = static_cast<size_t>(reinterpret_cast<uint8_t*>(record) - buffer) + record_size(*layout_, record->kind);
     Event ev;
     if (!convert(record, sc, ts.map, forced, ev, result)) continue;
     if (ev.is_gpu_record()) note_stream_start(sc, ev);

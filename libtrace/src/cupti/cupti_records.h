@@ -1,8 +1,8 @@
 // CUPTI activity records -> `Event`s: the one place record structs are read.
 //
-// The record versions are pinned in one table (cupti_records.cpp) together with the CUPTI versions
-// whose layouts they are (known_record_layout); records are dispatched on `kind`, never on size,
-// and iterated only with cuptiActivityGetNextRecord. Nothing converted keeps a pointer into the
+// Records of every CUPTI version in the layout table (record_layouts.h) are read through the CUDA
+// 13.0 structs, whose fields in use sit at the same offsets in all of them; records are dispatched
+// on `kind`, never on size, and iterated only with cuptiActivityGetNextRecord. Nothing converted keeps a pointer into the
 // CUPTI buffer: names are interned while the buffer is ours, and OVERHEAD records' overheadData is
 // freed here (CUPTI hands that memory to the client).
 #pragma once
@@ -18,20 +18,13 @@
 #include "core/event_sink.h"
 #include "cupti/clock_check.h"
 #include "cupti/cupti_api.h"
+#include "cupti/record_layouts.h"
 #include "cupti/sync_pairing.h"
 #include "stepwatch/core/event.h"
 
 namespace stepwatch::live {
 
 class LaunchTracker;  // launch_tracker.h
-
-// The CUPTI versions (cuptiGetVersion) whose record layouts the structs in cupti_records.cpp are:
-// a one-line name ("CUDA 13.0"), or nullptr for a version this parser must not read. Layouts
-// change within a major version (12.8 moved to Memcpy6/Synchronization2, 13.2 to Kernel11, 13.3
-// to Kernel12), so the table lists versions, not majors.
-const char* known_record_layout(uint32_t cupti_version) noexcept;
-// "13.0.x" for the start-up line's refusal: the versions the table accepts.
-const char* known_record_layouts_text() noexcept;
 
 // What one buffer contained; the adapter folds it into its stats.
 struct BufferParseResult {
@@ -72,6 +65,8 @@ class RecordConverter {
   // through `clock`'s map (CUPTI's clock changed by another client).
   void set_tracker(LaunchTracker* tracker) noexcept { tracker_ = tracker; }
   void set_clock(const ClockCheck* clock) noexcept { clock_ = clock; }
+  // The loaded library's record sizes (the 13.0 ones until set).
+  void set_layout(const RecordLayout& layout) noexcept { layout_ = &layout; }
 
   // Converts every complete record of `buffer[0, valid_bytes)` and submits the events; reports
   // kZeroTimestamp / kIncompleteRecord losses to the sink (once per buffer, with the count).
@@ -106,6 +101,7 @@ class RecordConverter {
   EventSink& sink_;
   LaunchTracker* tracker_ = nullptr;
   const ClockCheck* clock_ = nullptr;
+  const RecordLayout* layout_ = &compiled_record_layout();
   // Per CBID: name_id << 32 | api_class << 8 | 1 (cached); 0 = not looked up yet. The names are
   // interned in `sink_`'s table, so a converter is bound to one sink.
   std::array<std::atomic<uint64_t>, CUPTI_RUNTIME_TRACE_CBID_SIZE> runtime_names_{};

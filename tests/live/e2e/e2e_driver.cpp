@@ -8,12 +8,12 @@
 //
 //   stepwatch_e2e_driver INJECT_SO FAKE_CUPTI_SO SCENARIO STEPS
 //                        [normal|_exit|fork|fatal|conflict|pool|sigterm|sigterm_exit|storm|unmarked|exit_burst|
-//                         profiler|watchdog|cupti_13_2]
+//                         profiler|watchdog|cupti_13_6]
 //
 // SCENARIO sim:<program> plays a live loop against the fake's faithful model instead of replaying
 // a synthetic trace (e2e/sim_loop.h); modes there: profiler (torch.profiler's Kineto over four
 // steps, bracketed by stepwatch_pause/resume like stepwatch.torch.watch), watchdog (a thread
-// polling cudaEventQuery, like the NCCL watchdog), cupti_13_2 (the fake reports CUPTI 13.2).
+// polling cudaEventQuery, like the NCCL watchdog), cupti_13_6 (the fake reports CUPTI 13.6, not in the table).
 //
 // exit_burst: after the loop, 30,000 empty steps marked as fast as the C API allows, then exit
 // without a flush: the final pass has more to judge than the exit bound allows.
@@ -399,7 +399,7 @@ int main(int argc, char** argv) {
   // whatever STEPWATCH_CUPTI_PATH says; a test may set that to another file.
   setenv("STEPWATCH_CUPTI_PATH", fake_so.c_str(), /*overwrite=*/0);
   const auto* sim = sym<const FakeCuptiSim* (*)()>(fh, "fake_cupti_sim")();
-  if (mode == "cupti_13_2") fake->set_version(130200);  // Kernel11 layouts: must be refused
+  if (mode == "cupti_13_6") fake->set_version(130600);  // a layout not in the table: must be refused
   if (mode == "conflict") {
     // Another CUPTI client (Nsight Systems) already holds the subscription.
     fake->set_subscribe_result(39);

@@ -6,6 +6,7 @@
 #include <cupti.h>
 #include <dlfcn.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <string>
@@ -23,8 +24,10 @@ namespace fake_cupti {
 const RealCupti& real() {
   static const RealCupti* r = [] {
     auto* out = new RealCupti();  // leaked: used until exit
-    // RTLD_LOCAL: its symbols must not interpose on the fake's (same names).
-    void* h = dlopen(FAKE_CUPTI_REAL_LIBCUPTI, RTLD_NOW | RTLD_LOCAL);
+    // RTLD_LOCAL: its symbols must not interpose on the fake's (same names). The per-version test
+    // runs name another release's library (scripts/install-deps.sh fetches them).
+    const char* path = std::getenv("FAKE_CUPTI_REAL_LIBCUPTI");
+    void* h = dlopen(path != nullptr && *path != '\0' ? path : FAKE_CUPTI_REAL_LIBCUPTI, RTLD_NOW | RTLD_LOCAL);
     if (h == nullptr) return out;
     out->get_next_record = reinterpret_cast<decltype(out->get_next_record)>(dlsym(h, "cuptiActivityGetNextRecord"));
     out->get_result_string = reinterpret_cast<decltype(out->get_result_string)>(dlsym(h, "cuptiGetResultString"));
@@ -33,6 +36,29 @@ const RealCupti& real() {
     return out;
   }();
   return *r;
+}
+
+uint32_t real_version() {
+  static const uint32_t v = [] {
+    uint32_t out = 0;
+    if (real().get_version == nullptr || real().get_version(&out) != CUPTI_SUCCESS) out = 0;
+    return out;
+  }();
+  return v;
+}
+
+const stepwatch::live::RecordLayout& layout() {
+  const stepwatch::live::RecordLayout* l = stepwatch::live::record_layout(real_version());
+  return l != nullptr ? *l : stepwatch::live::compiled_record_layout();
+}
+
+uint32_t behaves_as_version() {
+  {
+    FakeState& s = state();
+    std::lock_guard lock(s.mu);
+    if (s.version_override != 0) return s.version_override;
+  }
+  return real_version();
 }
 
 FakeState& state() {
@@ -129,6 +155,13 @@ extern "C" {
 
 CUptiResult CUPTIAPI cuptiSubscribe_v2(CUpti_SubscriberHandle* subscriber, CUpti_CallbackFunc callback,
                                        void* userdata, CUpti_SubscriberParams* params) {
+  // CUPTI 12 has no cuptiSubscribe_v2 (its cupti_callbacks.h): a client that calls it there would
+  // not have resolved it.
+  if (fake_cupti::behaves_as_version() < 130000) {
+    std::lock_guard lock(state().mu);
+    ++state().absent_function_calls;
+    return CUPTI_ERROR_NOT_SUPPORTED;
+  }
   return subscribe(subscriber, callback, userdata, params, /*v1=*/false);
 }
 
@@ -318,7 +351,13 @@ CUptiResult CUPTIAPI cuptiActivityGetNumDroppedRecords(CUcontext /*context*/, ui
 }
 
 CUptiResult CUPTIAPI cuptiActivityEnableAllSyncRecords(uint8_t enable) {
+  const bool absent = fake_cupti::behaves_as_version() < 26;  // added in CUPTI 12.8 (API 26)
   FakeState& s = state();
+  if (absent) {
+    std::lock_guard lock(s.mu);
+    ++s.absent_function_calls;
+    return CUPTI_ERROR_NOT_SUPPORTED;
+  }
   std::lock_guard lock(s.mu);
   s.all_sync_records = enable;
   return CUPTI_SUCCESS;

@@ -89,6 +89,9 @@ FAKE_CUPTI_API uint64_t fake_cupti_flush_count(void);        /* FlushAll calls (
 FAKE_CUPTI_API uint64_t fake_cupti_forced_flush_count(void); /* of which CUPTI_ACTIVITY_FLAG_FLUSH_FORCED */
 FAKE_CUPTI_API int fake_cupti_flushes_blocked(void);         /* threads blocked in FlushAll now */
 FAKE_CUPTI_API int fake_cupti_finalize_calls(void);
+/* Calls to functions the CUPTI the fake stands in for does not export (cuptiSubscribe_v2 before
+ * 13.0, cuptiActivityEnableAllSyncRecords before 12.8): each returns CUPTI_ERROR_NOT_SUPPORTED. */
+FAKE_CUPTI_API int fake_cupti_absent_function_calls(void);
 
 /* ---- driving the adapter (from the calling thread) -------------------------------------------- */
 /* Calls the registered bufferRequested. 1 when it handed out a buffer, 0 for NULL, -1 when no
@@ -297,6 +300,7 @@ typedef struct FakeCuptiControl {
   size_t (*append_api)(uint8_t*, size_t, size_t, int, uint32_t, uint64_t, uint64_t, uint32_t, uint32_t);
   size_t (*append_memory)(uint8_t*, size_t, size_t, int, uint64_t, uint64_t, uint32_t, uint32_t);
   size_t (*append_overhead)(uint8_t*, size_t, size_t, int, uint64_t, uint64_t, uint32_t, size_t);
+  int (*absent_function_calls)(void);
 } FakeCuptiControl;
 
 FAKE_CUPTI_API const FakeCuptiControl* fake_cupti_control(void);

@@ -62,13 +62,13 @@ uint32_t fake_cupti_sim_memcpy(int copy_kind, int host_memory, int async, uint64
     if (state().kinds.count(CUPTI_ACTIVITY_KIND_MEMCPY) != 0) {
       const auto host = static_cast<CUpti_ActivityMemoryKind>(host_memory);
       const auto device = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
-      stepwatch::live::ActivityBufferBuilder b(sizeof(CUpti_ActivityMemcpy6));
+      stepwatch::live::ActivityBufferBuilder b(512, fake_cupti::layout());
       // 2200-2211: correlationId is the driver call's, runtimeCorrelationId the runtime call's.
       const auto src = to_device ? host : device;
       const auto dst = to_device || dtod ? device : host;
-      CUpti_ActivityMemcpy6* r = b.memcpy(static_cast<CUpti_ActivityMemcpyKind>(copy_kind), src, dst, async != 0, bytes,
+      b.memcpy(static_cast<CUpti_ActivityMemcpyKind>(copy_kind), src, dst, async != 0, bytes,
                                           0, 0, call.inner_corr, call.outer_corr, 0, stream);
-      gpu.push_back(fake_cupti::sim::gpu_record_of(*r, start, end, offsetof(CUpti_ActivityMemcpy6, start),
+      gpu.push_back(fake_cupti::sim::gpu_record_of(b, start, end, offsetof(CUpti_ActivityMemcpy6, start),
                                               offsetof(CUpti_ActivityMemcpy6, end)));
       ++fake_cupti::sim::model().stats.gpu_records;
     }
@@ -92,10 +92,10 @@ uint32_t fake_cupti_sim_memset(uint64_t bytes, uint32_t stream, int64_t gpu_ns) 
   {
     std::lock_guard lock(state().mu);
     if (state().kinds.count(CUPTI_ACTIVITY_KIND_MEMSET) != 0) {
-      stepwatch::live::ActivityBufferBuilder b(sizeof(CUpti_ActivityMemset4));
+      stepwatch::live::ActivityBufferBuilder b(512, fake_cupti::layout());
       // 2455-2457: "identical to the correlation ID in the driver API activity record".
-      CUpti_ActivityMemset4* r = b.memset(bytes, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, true, 0, 0, call.inner_corr, 0, stream);
-      gpu.push_back(fake_cupti::sim::gpu_record_of(*r, start, end, offsetof(CUpti_ActivityMemset4, start),
+      b.memset(bytes, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, true, 0, 0, call.inner_corr, 0, stream);
+      gpu.push_back(fake_cupti::sim::gpu_record_of(b, start, end, offsetof(CUpti_ActivityMemset4, start),
                                               offsetof(CUpti_ActivityMemset4, end)));
       ++fake_cupti::sim::model().stats.gpu_records;
     }

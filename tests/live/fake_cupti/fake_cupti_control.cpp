@@ -41,6 +41,7 @@ void fake_cupti_reset(void) {
   s.flush_blocks = false;
   s.reset_epoch = epoch;
   s.version_override = 0;
+  s.absent_function_calls = 0;
   fake_cupti_model_defaults(&s.model);
   s.subscribed = false;
   s.subscribed_v1 = false;
@@ -207,6 +208,11 @@ int fake_cupti_timestamp_registrations(void) {
   return state().timestamp_registrations;
 }
 
+int fake_cupti_absent_function_calls(void) {
+  std::lock_guard lock(state().mu);
+  return state().absent_function_calls;
+}
+
 int fake_cupti_finalize_calls(void) {
   std::lock_guard lock(state().mu);
   return state().finalize_calls;
@@ -317,7 +323,7 @@ using stepwatch::live::ActivityBufferBuilder;
 template <typename Fn>
 size_t append_at(uint8_t* buffer, size_t capacity, size_t offset, Fn&& fn) {
   if (buffer == nullptr || offset % 8 != 0 || offset > capacity) return 0;
-  ActivityBufferBuilder b(buffer + offset, capacity - offset);
+  ActivityBufferBuilder b(buffer + offset, capacity - offset, fake_cupti::layout());
   if (!fn(b)) return 0;
   return offset + b.size();
 }
@@ -415,6 +421,7 @@ const FakeCuptiControl* fake_cupti_control(void) {
       fake_cupti_append_api,
       fake_cupti_append_memory,
       fake_cupti_append_overhead,
+      fake_cupti_absent_function_calls,
   };
   return &table;
 }

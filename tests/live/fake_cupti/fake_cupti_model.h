@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "cupti/cupti_record_builder.h"
 #include "fake_cupti.h"
 
 namespace fake_cupti::sim {
@@ -86,16 +87,14 @@ struct ApiCall {
   uint64_t inner_data = 0;
 };
 
-template <typename R>
-Pending record_of(const R& rec) {
+// The one record a builder holds, at its layout's size (the emulated CUPTI's: fake_cupti::layout()).
+inline Pending record_of(const stepwatch::live::ActivityBufferBuilder& b) {
   Pending p;
-  p.bytes.resize(sizeof(R));
-  std::memcpy(p.bytes.data(), &rec, sizeof(R));
+  p.bytes.assign(b.data(), b.data() + b.size());
   return p;
 }
 
-template <typename R>
-Pending gpu_record_of(const R& rec, int64_t start_rt, int64_t end_rt, size_t start_field, size_t end_field,
+inline Pending gpu_record_of(const stepwatch::live::ActivityBufferBuilder& rec, int64_t start_rt, int64_t end_rt, size_t start_field, size_t end_field,
                       size_t completed_field = 0) {
   Pending p = record_of(rec);
   p.is_gpu = true;

@@ -32,7 +32,10 @@ Model& model() {
 int64_t thread_key_locked() {
   FakeState& s = state();
   const auto it = s.attributes.find(CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER);
-  const bool per_thread = it == s.attributes.end() || it->second != 0;  // default 1 (7201-7211)
+  // Default 1 in CUPTI 13 (cupti_activity.h:7201-7211), 0 in 12.x (12.9's cupti_activity.h:7078-7089).
+  const bool per_thread = it == s.attributes.end() ? s.version_override == 0 ? layout().major >= 13
+                                                                             : s.version_override >= 130000
+                                                   : it->second != 0;
   return per_thread ? static_cast<int64_t>(::syscall(SYS_gettid)) : kThreadGlobal;
 }
 
@@ -167,15 +170,10 @@ void end_call(ApiCall& call, std::vector<Pending> gpu, std::vector<Pending> cpu)
     const uint32_t tid = record_thread_id_locked();
     auto api = [&](CUpti_ActivityKind kind, uint32_t cbid, int64_t a, int64_t b, uint32_t corr) {
       if (!kind_enabled_locked(kind)) return;
-      CUpti_ActivityAPI r{};
-      r.kind = kind;
-      r.cbid = cbid;
-      r.start = to_cupti_clock_locked(a);
-      r.end = to_cupti_clock_locked(b);
-      r.processId = static_cast<uint32_t>(::getpid());
-      r.threadId = tid;
-      r.correlationId = corr;
-      records.push_back(record_of(r));
+      ActivityBufferBuilder builder(64, layout());
+      CUpti_ActivityAPI* r = builder.api(kind, cbid, to_cupti_clock_locked(a), to_cupti_clock_locked(b), tid, corr);
+      r->processId = static_cast<uint32_t>(::getpid());
+      records.push_back(record_of(builder));
     };
     for (Pending& p : gpu) records.push_back(std::move(p));
     for (Pending& p : cpu) records.push_back(std::move(p));
@@ -250,19 +248,16 @@ void spin_api_call() {
 
 Pending sync_record(CUpti_ActivitySynchronizationType type, int64_t a, int64_t b, uint32_t corr, uint32_t stream,
                     uint32_t return_value) {
-  CUpti_ActivitySynchronization2 r{};
-  r.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
-  r.type = type;
-  r.start = to_cupti_clock_locked(a);
-  r.end = to_cupti_clock_locked(b);
   // The API it belongs to — UNVERIFIED whether CUPTI uses the runtime or the driver call's id.
-  r.correlationId = corr;
-  r.contextId = 1;
-  r.streamId = stream;
-  r.cudaEventId = CUPTI_SYNCHRONIZATION_INVALID_VALUE;
-  r.cudaEventSyncId = CUPTI_SYNCHRONIZATION_INVALID_VALUE;
-  r.returnValue = return_value;
-  return record_of(r);
+  ActivityBufferBuilder builder(64, layout());
+  CUpti_ActivitySynchronization2* r =
+      builder.sync(type, to_cupti_clock_locked(a), to_cupti_clock_locked(b), corr, stream);
+  // Synchronization2's own fields (CUPTI 12.8 and later); Synchronization (12.6) ends before them.
+  if (layout().sync.bytes >= sizeof(CUpti_ActivitySynchronization2)) {
+    r->cudaEventSyncId = CUPTI_SYNCHRONIZATION_INVALID_VALUE;
+    r->returnValue = return_value;
+  }
+  return record_of(builder);
 }
 
 // A kernel record: reserved in the launching thread's buffer now (the default, UNVERIFIED), or
@@ -272,9 +267,9 @@ void kernel_records(const ApiCall& call, const char* name, uint32_t stream, int6
   FakeState& s = state();
   std::lock_guard lock(s.mu);
   if (!kind_enabled_locked(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)) return;
-  ActivityBufferBuilder b(sizeof(CUpti_ActivityKernel10));
-  CUpti_ActivityKernel10* k = b.kernel(name, 0, 0, call.outer_corr, 0, stream);
-  Pending p = gpu_record_of(*k, start, end, offsetof(CUpti_ActivityKernel10, start),
+  ActivityBufferBuilder b(512, layout());
+  b.kernel(name, 0, 0, call.outer_corr, 0, stream);
+  Pending p = gpu_record_of(b, start, end, offsetof(CUpti_ActivityKernel10, start),
                             offsetof(CUpti_ActivityKernel10, end), offsetof(CUpti_ActivityKernel10, completed));
   ++model().stats.gpu_records;
   if (s.model.kernel_record_at_launch != 0) {

@@ -5,6 +5,8 @@
 
 #include <cupti.h>
 
+#include "cupti/record_layouts.h"
+
 #include <condition_variable>
 #include <cstdint>
 #include <map>
@@ -28,6 +30,12 @@ struct RealCupti {
   decltype(&::cuptiGetVersion) get_version = nullptr;
 };
 const RealCupti& real();
+// The record layout of the CUPTI the fake stands in for: that of the real library's version
+// (record_layouts.h), the compiled 13.0 one when it is not in the table. Records the fake writes
+// have these sizes, so the real parser steps over them as over its own.
+const stepwatch::live::RecordLayout& layout();
+// The version the fake behaves as (an override from fake_cupti_set_version, else the real one's).
+uint32_t behaves_as_version();
 
 // Everything the test controls or observes. `mu` is never held while calling into a client (its
 // callbacks may call back into the fake).
@@ -44,6 +52,9 @@ struct FakeState {
   bool flush_blocks = false;
   uint64_t reset_epoch = 0;
   uint32_t version_override = 0;
+  // Calls to functions the emulated CUPTI does not have (cuptiSubscribe_v2 before 13.0,
+  // cuptiActivityEnableAllSyncRecords before 12.8): a real library would not export them.
+  int absent_function_calls = 0;
   FakeCuptiModel model{};
 
   // observation
