@@ -5,7 +5,8 @@
 #   ${STEPWATCH_CUPTI_CACHE:-~/.cache/stepwatch/cupti}/<version>/lib/       its libcupti.so.N
 # tests/live/cupti_versions.cmake builds a layout probe against each release's headers and runs the
 # record-parser and fake end-to-end tests against each libcupti whose parser runs without a GPU
-# (12.x, 13.0, 13.1; from 13.2 every call needs a driver, so only the headers are kept).
+# (12.x, 13.0, 13.1). From 13.2 every call needs a driver: their headers are probed here, and the
+# libraries of 13.2 and 13.4 are kept for the GPU validation (tests/gpu/make_bundle.sh carries them).
 # Cached: a release already there is not fetched again. Offline, it says so and the tests skip.
 set -uo pipefail
 
@@ -18,9 +19,9 @@ pins=(
   "nvidia-cuda-cupti-cu12==12.9.79 lib"
   "nvidia-cuda-cupti==13.0.85 lib"
   "nvidia-cuda-cupti==13.1.115 lib"
-  "nvidia-cuda-cupti==13.2.86 headers"
+  "nvidia-cuda-cupti==13.2.86 lib"
   "nvidia-cuda-cupti==13.3.75 headers"
-  "nvidia-cuda-cupti==13.4.92 headers"
+  "nvidia-cuda-cupti==13.4.92 lib"
   "nvidia-cuda-cupti==13.5.25 headers"
 )
 
@@ -30,7 +31,11 @@ failed=()
 for pin in "${pins[@]}"; do
   read -r spec keep <<<"$pin"
   version="${spec##*==}"
-  [ -f "$cache/$version/include/cupti_activity.h" ] && continue
+  if [ -f "$cache/$version/include/cupti_activity.h" ] &&
+     { [ "$keep" != lib ] || compgen -G "$cache/$version/lib/libcupti.so.*" >/dev/null; }; then
+    continue
+  fi
+  rm -rf "$cache/$version" "$cache/$version.partial"
   tmp="$(mktemp -d)"
   if python3 -m pip download --quiet --no-deps --only-binary=:all: --dest "$tmp" "$spec" >"$tmp/log" 2>&1; then
     if python3 - "$tmp" "$cache/$version" "$keep" <<'PY'

@@ -3,6 +3,7 @@
 #   bin/stepwatch, bin/fault_loop, lib/libstepwatch.so            (Release, STEPWATCH_WITH_CUDA=ON)
 #   lib/<third-party .so the binaries need>  (libsimdjson.so.*, … — the GPU machine has no registry)
 #   lib/cuda-fallback/{libcudart.so.13,libcupti.so.13}  (used there only where the machine lacks them)
+#   lib/cupti-releases/<version>/libcupti.so.13  (CUPTI 13.2, 13.4: one fault run each there)
 # and prints the bundle's size: the GPU session carries build-gpu/bin and build-gpu/lib, which must
 # stay well under the 64 MiB a device call may carry (the working tree counts too).
 #
@@ -81,6 +82,17 @@ done
 cupti=$(ldconfig -p | awk '$1 == "libcupti.so.13" {print $NF; exit}')
 [ -n "$cupti" ] || cupti=/usr/local/cuda/lib64/libcupti.so.13
 if [ -e "$cupti" ]; then copy_lib "$cupti" "$build/lib/cuda-fallback"; else echo "  libcupti.so.13 not found here: not carried"; fi
+# CUPTI releases whose record parser needs a driver (13.2 and later): validate.sh runs one fault
+# with each (STEPWATCH_CUPTI_PATH), on the GPU machine's driver. Fetched by scripts/fetch-cupti.sh.
+cupti_cache="${STEPWATCH_CUPTI_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/stepwatch/cupti}"
+for release in 13.2.86 13.4.92; do
+  if [ -e "$cupti_cache/$release/lib/libcupti.so.13" ]; then
+    mkdir -p "$build/lib/cupti-releases/$release"
+    copy_lib "$cupti_cache/$release/lib/libcupti.so.13" "$build/lib/cupti-releases/$release"
+  else
+    echo "  CUPTI $release not in $cupti_cache (scripts/fetch-cupti.sh): not carried"
+  fi
+done
 
 # Non-system dependencies must now resolve from the bundle alone.
 for f in "$build/bin/stepwatch" "$build/bin/fault_loop" "$build/lib/libstepwatch.so"; do
@@ -93,6 +105,10 @@ size_mb() { du -scm "$build/bin" "$build/lib" | tail -1 | cut -f1; }
 if [ "$(size_mb)" -gt "$max_mb" ]; then
   echo "== over ${max_mb} MiB: stripping =="
   strip --strip-unneeded "$build"/lib/*.so* "$build"/lib/cuda-fallback/*.so* "$build"/bin/* 2>/dev/null || true
+fi
+if [ "$(size_mb)" -gt "$max_mb" ]; then
+  echo "== still over ${max_mb} MiB: not carrying the extra CUPTI releases (lib/cupti-releases) =="
+  rm -rf "$build/lib/cupti-releases"
 fi
 if [ "$(size_mb)" -gt "$max_mb" ]; then
   echo "== still over ${max_mb} MiB: removing static archives (lib/*.a; rebuilt by the next build) =="

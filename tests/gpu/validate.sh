@@ -436,6 +436,36 @@ if selected extras; then
   fi
 fi
 
+# CUPTI releases whose record parser needs a driver (13.2: Kernel11; 13.4: Kernel13, Memcpy7,
+# Memset5), carried in lib/cupti-releases/<version>/ by make_bundle.sh: one fault run with each
+# (STEPWATCH_CUPTI_PATH; fault_loop loads no CUPTI of its own), asserting the finding and that the
+# start-up line names that release. A driver older than the release may refuse it: then the
+# "not active" line must name the release, and that is a note, not a stepwatch failure.
+if selected cupti-releases; then
+  section "CUPTI releases (one fault run each)"
+  found_release=0
+  for release_lib in "$build"/lib/cupti-releases/*/libcupti.so.*; do
+    [ -e "$release_lib" ] || continue
+    found_release=1
+    release=$(basename "$(dirname "$release_lib")")
+    minor=${release%.*}  # 13.4.92 -> 13.4
+    run_env_extra=(STEPWATCH_CUPTI_PATH="$release_lib")
+    run_steps=$steps run_one "cupti-$release-item-sync" fault item-sync 1 "${expected[item-sync]}" 60 -- \
+      --fault item-sync --steps "$steps" "${iters_arg[@]}"
+    run_env_extra=()
+    if [ "$dry" = 1 ]; then
+      echo "  would check: the job log's 'active:' line names CUPTI $minor at $release_lib"
+    elif grep -q "active: .*CUPTI $minor (API [0-9]*) at $release_lib" "$last_dir/stderr.txt"; then
+      echo "  CUPTI $release: $(grep -o "CUPTI $minor (API [0-9]*)" "$last_dir/stderr.txt" | head -1) traced the run"
+    elif grep -q "not active: .*CUPTI $minor" "$last_dir/stderr.txt"; then
+      echo "  note: CUPTI $release refused on this machine: $(grep -o 'not active: .*' "$last_dir/stderr.txt" | head -1)"
+    else
+      problem "CUPTI $release: the job log names no CUPTI $minor: $(grep -o 'active: .*' "$last_dir/stderr.txt" | head -1)"
+    fi
+  done
+  [ "$found_release" = 1 ] || echo "  none in $build/lib/cupti-releases (scripts/fetch-cupti.sh, then make_bundle.sh)"
+fi
+
 if [ "$do_overhead" = 1 ]; then
   section "overhead ($overhead_steps steps, $repeats× without and with injection, interleaved)"
   for f in none launch-bound; do

@@ -68,6 +68,12 @@ foreach(_dir IN LISTS _sw_cupti_releases)
              "--gtest_filter=CuptiLibraryChoice.TheLibcuptiTheProcessHasLoadedIsUsed")
     set_tests_properties(live_cupti_loader_${_v} PROPERTIES ENVIRONMENT "STEPWATCH_TEST_PRELOAD_CUPTI=${_lib}"
                          FAIL_REGULAR_EXPRESSION "SKIPPED|FAILED")
+  elseif(_lib)
+    # Where tests/gpu/make_bundle.sh puts them in the bundle: the GPU-validation dry run (which
+    # reads this build folder as a bundle) plans its per-release runs from here.
+    get_filename_component(_lib_name "${_lib}" NAME)
+    file(MAKE_DIRECTORY "${CMAKE_BINARY_DIR}/lib/cupti-releases/${_v}")
+    file(CREATE_LINK "${_lib}" "${CMAKE_BINARY_DIR}/lib/cupti-releases/${_v}/${_lib_name}" SYMBOLIC)
   endif()
 endforeach()
 if(_sw_cupti_tested)
