@@ -2,7 +2,7 @@
 # Installs what is missing, builds, and runs the tests.
 #
 #   tests/run.sh              the complete suite once (unit, scenario, corpus, live, CLI, Python,
-#                             GPU-validation dry run): one build, ~7 min on 2 cores from scratch
+#                             GPU-validation dry run): one build, ~9 min on 2 cores from scratch
 #   tests/run.sh --sanitizers also the unit, scenario, live and CLI tests under ASan+UBSan
 #   tests/run.sh --cudaless   also everything but the injected library built without the CUDA
 #                             toolkit (clang, ASan+UBSan), its unit, scenario and live/offline
