@@ -172,7 +172,7 @@ bool CuptiAdapterCore::subscribe(std::string& detail, TracerState& refused) {
   params.oldSubscriberSize = sizeof(other);
   // Not SW_CUPTI_CALL: a refusal is an expected outcome, reported through `detail`. CUPTI 12 has no
   // cuptiSubscribe_v2 (cupti_callbacks.h of 12.x): there the holder cannot be named.
-  const bool v2 = api_.cuptiSubscribe_v2 != nullptr && cupti_version_.load() >= 130000;
+  const bool v2 = api_.cuptiSubscribe_v2 != nullptr && layout_ != nullptr && layout_->major >= 13;
   const char* subscribe_call = v2 ? "cuptiSubscribe_v2" : "cuptiSubscribe";
   const CUptiResult r = v2 ? api_.cuptiSubscribe_v2(&subscriber_, &on_callback, this, &params)
                            : api_.cuptiSubscribe(&subscriber_, &on_callback, this);

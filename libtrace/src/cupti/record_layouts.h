@@ -28,9 +28,6 @@ struct RecordLayout {
     const char* record;
   };
   Kind kernel, memcpy, peer_copy, memset, sync, api, memory, overhead;
-  // Whether the parser of a library of this range ran in the tests here (libcupti 13.2 and later
-  // need a driver for every call, so only the GPU validation runs their parser).
-  bool parser_tested_without_gpu;
 };
 
 // The layout of `cupti_version`, or nullptr for a version stepwatch does not read.
