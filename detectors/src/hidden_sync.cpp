@@ -15,6 +15,7 @@
 
 #include "detector_util.h"
 #include "fix_text.h"
+#include "site_evidence.h"
 #include "stepwatch/core/classify.h"
 
 namespace stepwatch {
@@ -105,11 +106,18 @@ void HiddenSyncDetector::on_step(const StepView& step, FindingSink& sink) {
       }
     }
   }
+  std::string site_phrase;
+  // The top site is named when it explains a good part of the cost: blocking calls made where no
+  // frame was recorded (C++ threads such as autograd's) must not be pinned on a line that did not
+  // make them.
+  if (!step.blocking_sites.empty() && step.blocking_sites.front().gpu_idle_ns * 4 >= cost_ns) {
+    site_phrase = ", " + site_phrase_of(step.blocking_sites.front());
+  }
   const auto worst = static_cast<Kind>(std::max_element(idle_by_kind.begin(), idle_by_kind.end()) - idle_by_kind.begin());
   f.message = "GPU idle " + format_ms(cost_ns) + " (" + format_pct(f.cost_pct) + " of " +
               format_ms(step.duration_ns()) + ") while the host was blocked in " +
               (call_text.empty() ? std::string("synchronizing calls") : call_text) + " that drained the GPU queue" +
-              why_and_fix(worst, step.stack);
+              site_phrase + why_and_fix(worst, step.stack);
   int64_t sync_gaps = 0;
   for (const GapRecord& g : step.gaps) sync_gaps += g.rule == GapRule::kHostBlocked ? 1 : 0;
   static constexpr std::array<std::string_view, 4> kKindNames = {"sync", "sync_copy", "pageable_copy", "free"};
@@ -119,6 +127,7 @@ void HiddenSyncDetector::on_step(const StepView& step, FindingSink& sink) {
       .with("drain_gaps", sync_gaps)
       .with("calls", calls)
       .with("call_kind", std::string(kKindNames[static_cast<size_t>(worst)]));
+  if (!step.blocking_sites.empty()) f.with("sites", site_evidence(step.blocking_sites));
   sink.emit(std::move(f));
 }
 

@@ -172,3 +172,36 @@ TEST(CorpusAnalysis, NcclParserConfigCountsItsBlockingCalls) {
 
 }  // namespace
 }  // namespace stepwatch
+
+namespace stepwatch {
+namespace {
+
+// ResNet-18 training on an MI300 recorded with_stack=True: every blocking call of the loop is made
+// from main() of train_single_gpu.py — the frees inside the forward pass (the costliest), the loss
+// read back by `.item()` — and the hidden_sync findings say where.
+TEST(CorpusAnalysis, ResnetWithStackNamesTheSitesOfItsBlockingCalls) {
+  STEPWATCH_REQUIRE_CORPUS();
+  const RankResult r = analyze_file(corpus_dir() / "kineto/tracelens-mi300/train_resnet18.json.gz");
+  const auto syncs = findings_of(r, "hidden_sync");
+  ASSERT_FALSE(syncs.empty());
+  bool item_seen = false;
+  for (const Finding* f : syncs) {
+    const std::vector<SiteEvidence>* sites = nullptr;
+    for (const auto& [key, value] : f->evidence) {
+      if (key == "sites") sites = std::get_if<std::vector<SiteEvidence>>(&value);
+    }
+    ASSERT_NE(sites, nullptr) << f->message;
+    for (const SiteEvidence& s : *sites) {
+      EXPECT_EQ(s.site, "main() defined at train_single_gpu.py:41");
+      item_seen = item_seen || s.call == "Tensor.item()";
+    }
+    EXPECT_EQ(sites->front().call, "ResNet.forward()");
+    // The frees made on the autograd thread (no Python frames) outweigh every sited call: the
+    // job-log line names no site rather than one that explains a sliver of the idle.
+    EXPECT_EQ(f->message.find("train_single_gpu.py"), std::string::npos) << f->message;
+  }
+  EXPECT_TRUE(item_seen) << "the loss read-back";
+}
+
+}  // namespace
+}  // namespace stepwatch

@@ -177,7 +177,7 @@ TEST(KinetoCorpusImport, TraceDiffControlStreamSyncs) {
   EXPECT_EQ(count_events(t, [](const Event& e) { return e.collective == CollectiveType::kAllReduce; }), 18u);
 }
 
-TEST(KinetoCorpusImport, B200DriverCallsAndSkippedPythonFunctions) {
+TEST(KinetoCorpusImport, B200DriverCallsAndPythonFrames) {
   SKIP_WITHOUT_CORPUS();
   const Trace t = import_folder("tracelens-b200");
   EXPECT_EQ(t.rank, 0);
@@ -193,9 +193,11 @@ TEST(KinetoCorpusImport, B200DriverCallsAndSkippedPythonFunctions) {
   EXPECT_EQ(count_events(t, [](const Event& e) { return e.kind == EventKind::kRange && e.collective == CollectiveType::kAllGather; }), 1u);
   EXPECT_EQ(count_kind(t, EventKind::kOverhead), 9u);
   EXPECT_EQ(count_events(t, [](const Event& e) { return e.has_flag(event_flags::kOnDevice); }), 3u);
-  // Every complete event but the 15,230 python_function ones: 4809 cpu_op + 3 user_annotation +
-  // 9 overhead + 161 gpu_memcpy + 1151 cuda_runtime + 768 kernel + 221 cuda_driver + 3 gpu_user_annotation.
-  EXPECT_EQ(t.events.size(), 7125u);
+  // Every complete event: 4809 cpu_op + 3 user_annotation + 9 overhead + 161 gpu_memcpy +
+  // 1151 cuda_runtime + 768 kernel + 221 cuda_driver + 3 gpu_user_annotation, and the 15,230
+  // python_function frames.
+  EXPECT_EQ(count_kind(t, EventKind::kPythonFrame), 15'230u);
+  EXPECT_EQ(t.events.size(), 7125u + 15'230u);
 }
 
 TEST(KinetoCorpusImport, AmdMi250HipNames) {

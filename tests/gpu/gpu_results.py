@@ -22,6 +22,7 @@ and fault_loop's stdout: "step N X ms" lines, "median_step_ms X", "kernel_iters 
 """
 
 import argparse
+import contextlib
 import datetime
 import glob
 import json
@@ -635,6 +636,28 @@ def selftest(args):
     for broken in (good_metrics.replace("} 60\n", "} sixty\n", 1), good_metrics.split("# TYPE stepwatch_gpu_duty_cycle")[0]):
         if not metrics_problems(broken):
             failures.append("a broken metrics exposition was accepted: %r" % broken[:80])
+    # The PyTorch item run's call site (issue 15): the line of loss.item() passes, another fails.
+    train = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples", "pytorch", "train.py")
+    line = gpu_live_lines.item_line(train)
+    if line is None:
+        failures.append("examples/pytorch/train.py has no loss.item() line")
+    for tag, site, want_ok in (("site-good", "/b/examples/pytorch/train.py:%s in main" % line, True),
+                               ("site-bad", "/b/examples/pytorch/train.py:%s in main" % ((line or 0) + 7), False)):
+        runs = os.path.join(work, tag)
+        d = os.path.join(runs, "item", "sw", "rank0-pid1")
+        os.makedirs(d, exist_ok=True)
+        with open(os.path.join(runs, "item", "rc"), "w") as f:
+            f.write("0\n")
+        with open(os.path.join(d, "findings.jsonl"), "w") as f:
+            f.write(json.dumps({"type": "finding", "detector": "hidden_sync", "severity": "warning",
+                                "evidence": {"sites": [{"site": site, "calls": 3, "blocked_ms": 4.0}]}}) + "\n")
+        out = os.path.join(work, tag + ".json")
+        with open(os.devnull, "w") as null, contextlib.redirect_stdout(null):
+            gpu_live_lines.pytorch_cmd(argparse.Namespace(runs=runs, out=out, train=train))
+        with open(out) as f:
+            got = json.load(f)["runs"]["item"]["call_site"]["ok"]
+        if got != want_ok:
+            failures.append("item call site %r judged %s" % (site, "ok" if got else "failed"))
     for x in failures:
         print("selftest: " + x, file=sys.stderr)
     print("gpu_results.py selftest: %s" % ("ok" if not failures else "FAILED"))
@@ -736,6 +759,7 @@ def main():
     t = sub.add_parser("pytorch")
     t.add_argument("--runs", required=True)
     t.add_argument("--out", required=True)
+    t.add_argument("--train", default=None, help="examples/pytorch/train.py (the item run's expected call site)")
 
     args = ap.parse_args()
     if args.cmd == "evaluate":

@@ -500,6 +500,7 @@ pytorch_checks() {
     for f in none dataloader item pageable; do
       echo "  would run: $(q env "${sw_env[@]}") $py -m stepwatch run --library $lib --output-dir $runs/$f/sw -- $py $train --fault $f --steps 30 --json $runs/$f/result.json"
     done
+    echo "  would check: the item run's hidden_sync findings name train.py:$(grep -n 'loss.item()' "$train" | head -1 | cut -d: -f1) in main (the live call site)"
     echo "  would run: $(q env "${sw_env[@]}") $py -m stepwatch run --library $lib --output-dir $runs/profiler/sw -- $py $train --fault none --steps 40 --profiler --profiler-steps 5   (coexistence: resumed or one line naming the holder)"
     echo "  would run: the same with TEARDOWN_CUPTI=1 (set by this script, as a user would)   (coexistence: tracing resumes, timestamps aligned)"
     echo "  would run: $py $train --fault none --steps 60 --no-stepwatch --json …   (baseline, no LD_LIBRARY_PATH)"
@@ -538,7 +539,7 @@ pytorch_checks() {
       --json "$runs/$mode/result.json" >"$runs/$mode/stdout.txt" 2>"$runs/$mode/stderr.txt"
     echo $? >"$runs/$mode/rc"
   done
-  python3 "$results_py" pytorch --runs "$runs" --out "$res"
+  python3 "$results_py" pytorch --runs "$runs" --out "$res" --train "$train"
   rc=$?
   [ "$rc" = 0 ] || problem "PyTorch runs: an expected finding is missing, --fault none has a warning, or torch.profiler coexistence failed (see $res)"
 }

@@ -207,6 +207,50 @@ TEST(FaithfulExit, TheLastStepsQueuedKernelsAreNotLostAtExit) {
   EXPECT_EQ(traced, launched) << r.log;
 }
 
+// A program in C/C++ (the driver: no Python in it) gets its native call site: the return address
+// of the blocking call in the driver's item_sync(), named "stepwatch_e2e_driver+0x<offset>" (the
+// function is local: no exported symbol to name it by) — the offset checked against the driver's
+// own symbol table, as `addr2line -e stepwatch_e2e_driver 0x<offset>` would read it.
+TEST(FaithfulCallSites, AProgramInCNamesItsNativeCallSite) {
+  const RunResult r = run_driver("sim:item_sync", 10, production());
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.log;
+  ASSERT_FALSE(r.run_dir.empty()) << r.log;
+  // item_sync's address range from the symbol table (nm: "<addr> <size> t <name>").
+  FILE* nm = popen((std::string("nm -C -S --defined-only ") + STEPWATCH_E2E_DRIVER).c_str(), "r");
+  ASSERT_NE(nm, nullptr);
+  unsigned long long lo = 0, hi = 0;
+  char line[4096];
+  while (fgets(line, sizeof line, nm) != nullptr) {
+    unsigned long long addr = 0, size = 0;
+    char type = 0;
+    char name[3000] = {0};
+    if (std::sscanf(line, "%llx %llx %c %2999[^\n]", &addr, &size, &type, name) == 4 &&
+        std::string(name).find("e2e::(anonymous namespace)::item_sync(") != std::string::npos) {
+      lo = addr;
+      hi = addr + size;
+    }
+  }
+  pclose(nm);
+  ASSERT_LT(lo, hi) << "item_sync not in the driver's symbol table (nm)";
+  std::istringstream findings(slurp(r.run_dir / "findings.jsonl"));
+  size_t sited = 0;
+  for (std::string l; std::getline(findings, l);) {
+    if (l.empty()) continue;
+    const auto f = nlohmann::json::parse(l);
+    if (f.value("detector", "") != "hidden_sync") continue;
+    ASSERT_TRUE(f["evidence"].contains("sites")) << l;
+    const std::string site = f["evidence"]["sites"][0]["site"];
+    const std::string prefix = "stepwatch_e2e_driver+0x";
+    ASSERT_EQ(site.rfind(prefix, 0), 0u) << site;
+    const unsigned long long offset = std::stoull(site.substr(prefix.size()), nullptr, 16);
+    EXPECT_GE(offset, lo) << site;
+    EXPECT_LT(offset, hi) << site;
+    ++sited;
+  }
+  EXPECT_GE(sited, 5u) << r.log;
+  EXPECT_NE(r.log.find("at stepwatch_e2e_driver+0x"), std::string::npos) << r.log;
+}
+
 struct FaultCase {
   const char* program;
   const char* detector;

@@ -90,6 +90,10 @@ def run_python(code, env, timeout=60, args=()):
                           timeout=timeout)
 
 
+def run_script(path, env, timeout=60, cwd=None):
+    return subprocess.run([sys.executable, path], env=env, capture_output=True, text=True, timeout=timeout, cwd=cwd)
+
+
 def run_module(args, env, timeout=60):
     return subprocess.run([sys.executable, "-m", "stepwatch"] + list(args), env=env, capture_output=True, text=True,
                           timeout=timeout)

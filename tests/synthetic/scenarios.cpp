@@ -25,7 +25,7 @@ int64_t scaled(int64_t ns, double magnitude) { return static_cast<int64_t>(std::
 // backward and 16 optimizer kernels of ~200 µs (~32 ms of GPU time), ~20 µs of host time per
 // launch, a 0.2 ms DataLoader wait, a pinned 16 MiB input copy. GPU-bound: the host runs ahead
 // by a full launch queue and the GPU never idles.
-const std::array<ScenarioEntry, 15> kScenarios = {{
+const std::array<ScenarioEntry, 16> kScenarios = {{
     {"gpu_bound", "healthy: GPU-bound loop, host a full launch queue ahead; no finding expected",
      [](WorkloadConfig&, double) {}},
     {"ddp_overlap",
@@ -54,6 +54,14 @@ const std::array<ScenarioEntry, 15> kScenarios = {{
      [](WorkloadConfig& c, double m) {
        c.item_syncs = 3;
        c.post_sync_host_ns = scaled(1'500'000, m);
+     }},
+    {"item_sync_stack",
+     "hidden_sync: item_sync recorded with Python frames (torch.profiler with_stack=True): each .item() made by "
+     "log_metrics() in train.py — the finding names that site",
+     [](WorkloadConfig& c, double m) {
+       c.item_syncs = 3;
+       c.post_sync_host_ns = scaled(1'500'000, m);
+       c.python_stack = true;
      }},
     {"pageable_copy",
      "hidden_sync: the 64 MiB x magnitude input batch copied from pageable memory (cudaMemcpyAsync blocks until "

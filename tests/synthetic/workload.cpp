@@ -124,6 +124,7 @@ class Model {
       if (captured && capture_start_ns_ < 0) capture_start_ns_ = start;
       step_index_ = k;
       run_step_program();
+      if (captured && cfg_.python_stack) add_frame("train.py(30): train_step", start, now_);
       if (captured) {
         windows.emplace_back(start, now_);
         if (cfg_.step_ranges) {
@@ -278,6 +279,25 @@ class Model {
   // Alternates between the two forms PyTorch traces show: an async copy to pageable memory
   // (which blocks by itself), and an async copy to pinned memory followed by a stream sync.
   void item_sync(int index) {
+    const int64_t frame_start = now_;
+    if (cfg_.python_stack) python(2'000);  // the call into log_metrics
+    const int64_t builtin_start = now_;
+    item_sync_calls(index);
+    if (cfg_.python_stack) {
+      add_frame("<built-in method item of Tensor object at 0x7f3a2c1b9e40>", builtin_start, now_);
+      host(cfg_.post_sync_host_ns);
+      add_frame("train.py(40): log_metrics", frame_start, now_);
+    } else {
+      host(cfg_.post_sync_host_ns);
+    }
+  }
+
+  // A python_function frame on the host thread (a kPythonFrame event, as the importer makes them).
+  void add_frame(std::string_view name, int64_t start, int64_t end) {
+    add_host(EventKind::kPythonFrame, name, start, end, Role::kNone);
+  }
+
+  void item_sync_calls(int index) {
     if (index % 2 == 0) {
       blocking_copy("cudaMemcpyAsync", CopyKind::kDtoH, MemoryKind::kDevice, MemoryKind::kPageable, 4,
                     cfg_.pinned_gb_per_s);
@@ -286,7 +306,6 @@ class Model {
       async_copy(CopyKind::kDtoH, MemoryKind::kDevice, MemoryKind::kPinned, 4, cfg_.pinned_gb_per_s);
       stream_synchronize(cfg_.compute_stream);
     }
-    host(cfg_.post_sync_host_ns);
   }
 
   // A DDP gradient all-reduce: record an event on the compute stream, make the NCCL stream wait

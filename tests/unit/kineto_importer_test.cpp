@@ -172,7 +172,7 @@ TEST(KinetoImporterTest, SyncRecordsTakeTheirKindFromArgsOrName) {
 
 // --- ranges ------------------------------------------------------------------------------------
 
-TEST(KinetoImporterTest, HostAndGpuRangesOverheadAndSkippedPythonFunctions) {
+TEST(KinetoImporterTest, HostAndGpuRangesOverheadAndPythonFrames) {
   const Trace t = import_json(wrap(R"j(
       {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#2", "pid": 10, "tid": 11, "ts": 0, "dur": 100,
        "args": {"External id": 1}},
@@ -182,7 +182,14 @@ TEST(KinetoImporterTest, HostAndGpuRangesOverheadAndSkippedPythonFunctions) {
        "args": {"External id": 1}},
       {"ph": "X", "cat": "python_function", "name": "train.py(12): step", "pid": 10, "tid": 11, "ts": 1, "dur": 2},
       {"ph": "X", "cat": "overhead", "name": "Activity Buffer Request", "pid": -1, "tid": 0, "ts": 3, "dur": 1})j"));
-  ASSERT_EQ(t.events.size(), 4u);
+  ASSERT_EQ(t.events.size(), 5u);
+  // A python_function is a frame of its thread (call sites), never a range.
+  const std::vector<const Event*> frames = events_of(t, EventKind::kPythonFrame);
+  ASSERT_EQ(frames.size(), 1u);
+  EXPECT_EQ(name_of(t, *frames[0]), "train.py(12): step");
+  EXPECT_EQ(frames[0]->thread, 11u);
+  EXPECT_EQ(frames[0]->start_ns, 1'000);
+  EXPECT_EQ(frames[0]->end_ns, 3'000);
   const std::vector<const Event*> ranges = events_of(t, EventKind::kRange);
   ASSERT_EQ(ranges.size(), 3u);
   EXPECT_EQ(name_of(t, *ranges[0]), "ProfilerStep#2");

@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "core/blocking_call_hook.h"
 #include "core/event_sink.h"
 
 namespace stepwatch {
@@ -34,6 +35,8 @@ struct GpuTracerOptions {
   // first buffer of a thread is initial_buffer_bytes. false: every buffer is buffer_bytes.
   bool adaptive_buffers = true;
   int64_t initial_buffer_bytes = 256ll << 10;
+  // Told about every blocking call on its own thread (null: none); must outlive shutdown().
+  BlockingCallHook* blocking_call_hook = nullptr;
 };
 
 // Where the tracer stands: active, or exactly why not.

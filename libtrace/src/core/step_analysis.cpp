@@ -6,6 +6,7 @@
 #include <limits>
 #include <map>
 
+#include "core/call_sites.h"
 #include "core/host_activity.h"
 #include "stepwatch/core/classify.h"
 #include "stepwatch/core/stats.h"
@@ -356,6 +357,14 @@ void scan_api_calls(StepView& v, const Timeline& tl, int64_t s, int64_t e) {
 void group_blocking_calls(StepView& v, const Timeline& tl, const WindowSets& w, int64_t s, int64_t e) {
   const auto events = tl.events();
   std::map<std::string, BlockingCallStat> by_name;
+  // Per (site, call): the stat and, per blocking call name, its GPU idle (the row names the worst).
+  struct SiteAcc {
+    CallSiteStat stat;
+    std::map<std::string, int64_t> idle_by_call;
+  };
+  std::map<std::pair<std::string, std::string>, SiteAcc> by_site;
+  const bool sites = tl.has_call_sites();
+  std::map<uint32_t, int64_t> outer_end_by_thread;
   for (uint32_t idx : tl.blocking_overlapping(s, e)) {
     const Event& call = events[idx];
     if (!tl.counts_as_sync(idx)) continue;
@@ -369,7 +378,24 @@ void group_blocking_calls(StepView& v, const Timeline& tl, const WindowSets& w, 
     stat.api_class = call.kind == EventKind::kApiCall ? call.api_class() : ApiClass::kStreamSync;
     ++stat.count;
     stat.host_ns += std::max<int64_t>(0, hi - lo);
-    stat.gpu_idle_ns += std::max<int64_t>(0, hi - lo) - w.busy.measure_within(lo, hi);
+    const int64_t idle_ns = std::max<int64_t>(0, hi - lo) - w.busy.measure_within(lo, hi);
+    stat.gpu_idle_ns += idle_ns;
+    // A driver call inside the runtime call that made it is the same host wait: sited once.
+    bool nested = false;
+    if (sites) {
+      int64_t& outer_end = outer_end_by_thread[call.thread];
+      nested = call.thread != 0 && call.end_ns <= outer_end;
+      if (!nested) outer_end = std::max(outer_end, call.end_ns);
+    }
+    if (sites && !nested) {
+      if (std::optional<CallSite> site = tl.call_site_of(call)) {
+        SiteAcc& acc = by_site[{std::move(site->where), std::move(site->call)}];
+        ++acc.stat.calls;
+        acc.stat.host_ns += std::max<int64_t>(0, hi - lo);
+        acc.stat.gpu_idle_ns += idle_ns;
+        acc.idle_by_call[name] += idle_ns + 1;  // +1: a call of no idle still names the row
+      }
+    }
     stat.no_compute_ns += std::max<int64_t>(0, hi - lo) - w.compute.measure_within(lo, hi);
     const Event* cp = tl.copy_of(call);
     const int64_t transfer_from = cp ? std::max(lo, cp->start_ns) : lo;
@@ -386,6 +412,34 @@ void group_blocking_calls(StepView& v, const Timeline& tl, const WindowSets& w, 
   for (auto& [name, stat] : by_name) v.blocking.push_back(std::move(stat));
   std::sort(v.blocking.begin(), v.blocking.end(),
             [](const BlockingCallStat& x, const BlockingCallStat& y) { return x.gpu_idle_ns > y.gpu_idle_ns; });
+  if (sites) {
+    // Rule 2's drain gaps: the GPU idle after a blocking call returned, until the host queued work
+    // again, is that call's cost too (hidden_sync counts it) — the site that made it carries it.
+    for (const GapRecord& g : v.gaps) {
+      if (g.rule != GapRule::kHostBlocked || g.parts[IdleCause::kSync] <= 0) continue;
+      const Event* blocker = tl.blocking_call_spanning(g.start_ns, tl.config().sync_slack_ns);
+      if (blocker == nullptr) continue;
+      std::optional<CallSite> site = tl.call_site_of(*blocker);
+      if (!site) continue;
+      const int64_t from = std::max({blocker->end_ns, g.start_ns, s});
+      const int64_t after = std::min(std::max<int64_t>(0, std::min(g.end_ns, e) - from), g.parts[IdleCause::kSync]);
+      SiteAcc& acc = by_site[{std::move(site->where), std::move(site->call)}];
+      acc.stat.calls = std::max(acc.stat.calls, 1);  // made before the window: still the call behind it
+      acc.stat.gpu_idle_ns += after;
+      acc.idle_by_call[std::string(display_name(tl.names().view(blocker->name)))] += after;
+    }
+  }
+  for (auto& [key, acc] : by_site) {
+    acc.stat.where = key.first;
+    acc.stat.call = key.second;
+    acc.stat.blocking_call = std::max_element(acc.idle_by_call.begin(), acc.idle_by_call.end(),
+                                              [](const auto& a, const auto& b) { return a.second < b.second; })->first;
+    v.blocking_sites.push_back(std::move(acc.stat));
+  }
+  std::sort(v.blocking_sites.begin(), v.blocking_sites.end(), [](const CallSiteStat& x, const CallSiteStat& y) {
+    return x.gpu_idle_ns != y.gpu_idle_ns ? x.gpu_idle_ns > y.gpu_idle_ns : x.host_ns > y.host_ns;
+  });
+  if (v.blocking_sites.size() > StepView::kTopSites) v.blocking_sites.resize(StepView::kTopSites);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <map>
 #include <regex>
 
+#include "core/call_sites.h"
 #include "core/host_activity.h"
 #include "stepwatch/core/classify.h"
 #include "stepwatch/core/stats.h"
@@ -19,8 +20,15 @@ const IntervalSet kEmptySet;
 
 Timeline::~Timeline() = default;
 
+std::optional<CallSite> Timeline::call_site_of(const Event& call) const {
+  return call_sites_->site_of(call, main_launch_thread_, events_, names_);
+}
+
+bool Timeline::has_call_sites() const { return !call_sites_->empty(); }
+
 Timeline::Timeline(std::span<const Event> events, const NameTable& names, const AnalysisConfig& config)
-    : events_(events), names_(names), config_(config), host_activity_(std::make_unique<HostActivityIndex>()) {
+    : events_(events), names_(names), config_(config), host_activity_(std::make_unique<HostActivityIndex>()),
+      call_sites_(std::make_unique<CallSiteIndex>()) {
   std::vector<Interval> compute, comm, copy, data, gc;
   std::unordered_map<uint32_t, std::vector<Interval>> os_waits;
   std::unordered_map<uint32_t, std::vector<Interval>> all_to_all_ranges;
@@ -100,6 +108,9 @@ Timeline::Timeline(std::span<const Event> events, const NameTable& names, const 
       }
       case EventKind::kAllocation:
         alloc_by_start_.push_back(i);
+        break;
+      case EventKind::kPythonFrame:
+        call_sites_->add(i);
         break;
       default:
         break;
@@ -203,6 +214,7 @@ Timeline::Timeline(std::span<const Event> events, const NameTable& names, const 
     launch_by_thread_.emplace(thread, IntervalSet::from_unsorted(std::move(list)));
   }
   host_activity_->build();
+  call_sites_->build(events, names);
 
   for (uint32_t i : gpu_by_start_) max_gpu_duration_ns_ = std::max(max_gpu_duration_ns_, events[i].duration_ns());
 }

@@ -99,6 +99,7 @@ TracerState CuptiAdapterCore::start(const CuptiApi* api, const GpuTracerOptions&
     }
     started_ = true;
     options_ = sanitized(options);
+    callbacks_.set_blocking_call_hook(options_.blocking_call_hook);
     sink_ = &sink;
     sink_open_.store(true);
     TracerState result = TracerState::kUnavailable;

@@ -183,6 +183,9 @@ void CallbackCounters::on_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid
     const bool counted = runtime ? t_runtime_depth == 1 : t_runtime_depth == 0;
     // correlationData carries the ENTER time to the EXIT callback of the same call (0 = skip).
     if (data->correlationData != nullptr) *data->correlationData = counted ? static_cast<uint64_t>(now) : 0u;
+    // Where the call was made is read before the wait, while the GPU still has queued work: the
+    // few microseconds it takes overlap the drain instead of adding to the idle after it.
+    if (counted && role == kBlocking && hook_ != nullptr) hook_->enter(data->correlationId, stepwatch::now_ns());
     if (tracker_ != nullptr) {
       const bool enqueues = role == kLaunch || role == kEnqueue;
       // Published at ENTER: the call's record cannot exist before it, and a watermark taken
@@ -199,6 +202,7 @@ void CallbackCounters::on_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid
     if (entered != 0) {
       s.api_calls.fetch_add(1, std::memory_order_relaxed);
       if (role == kBlocking) {
+        if (hook_ != nullptr) hook_->exit(data->correlationId, stepwatch::now_ns());
         s.blocking_calls.fetch_add(1, std::memory_order_relaxed);
         s.blocking_ns.fetch_add(now - static_cast<int64_t>(entered), std::memory_order_relaxed);
       } else if (role == kLaunch) {

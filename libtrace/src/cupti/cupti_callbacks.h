@@ -16,6 +16,7 @@
 #include <span>
 
 #include "cupti/cupti_api.h"
+#include "core/blocking_call_hook.h"
 #include "stepwatch/core/event.h"
 
 namespace stepwatch::live {
@@ -55,6 +56,8 @@ class CallbackCounters {
 
   CallbackTotals totals() const noexcept;
   void add_callback_ns(int64_t ns) noexcept;  // the buffer callbacks' own time
+  // Told about each blocking call (call sites); set before callbacks are enabled.
+  void set_blocking_call_hook(BlockingCallHook* hook) noexcept { hook_ = hook; }
 
  private:
   // kEnqueue: async copies and memsets (counted like kCounted; completed by their GPU record).
@@ -72,6 +75,7 @@ class CallbackCounters {
   Shard& shard() noexcept;
 
   LaunchTracker* const tracker_;
+  BlockingCallHook* hook_ = nullptr;
   std::array<uint8_t, CUPTI_RUNTIME_TRACE_CBID_SIZE> runtime_role_{};
   std::array<uint8_t, CUPTI_DRIVER_TRACE_CBID_SIZE> driver_role_{};
   std::array<Shard, kShards> shards_{};

@@ -419,6 +419,13 @@ void write_event(EventWriter& w, const Trace& trace, const Event& e, int64_t pid
       break;
     case EventKind::kStepMark:
       break;  // written apart, as spans
+    case EventKind::kPythonFrame:
+      // Kineto's python_function event (live sites span the blocking call they were read at).
+      if (e.name != kNoName) {
+        w.begin("python_function", recorded, pid, e.thread, e.start_ns, dur);
+        w.end();
+      }
+      break;
     case EventKind::kAllocation:
       break;  // Kineto has no record for driver-level allocations; the exit summary counts them
     case EventKind::kOverhead:

@@ -46,9 +46,9 @@ namespace {
 // What a record becomes. Kineto's `cat`, matched case-insensitively with the 2021-era names.
 enum class Category : uint8_t {
   kUnknown,  // no `cat` seen yet
-  kIgnored,  // flows, "Trace", anything new, and python_function: the most numerous records of
-             // newer traces, and no detector looks at Python frames
+  kIgnored,  // flows, "Trace", anything new
   kRange,
+  kPythonFrame,  // python_function (with_stack=True): the sites of blocking calls (core/call_sites.h)
   kGpuRange,
   kKernel,
   kMemcpy,
@@ -68,8 +68,9 @@ bool iequals(std::string_view s, std::string_view lower) {
 }
 
 Category category_of(std::string_view cat) {
-  static constexpr std::array<std::pair<std::string_view, Category>, 14> kCategories = {{
+  static constexpr std::array<std::pair<std::string_view, Category>, 15> kCategories = {{
       {"cpu_op", Category::kRange},
+      {"python_function", Category::kPythonFrame},
       {"kernel", Category::kKernel},
       {"cuda_runtime", Category::kApiCall},
       {"user_annotation", Category::kRange},
@@ -140,7 +141,7 @@ bool is_skipped(const KinetoRecord& r) {
 
 // Host ranges need nothing from args; their args (shapes, call stacks) can be large.
 bool needs_args(Category c) {
-  return c != Category::kRange && c != Category::kOverhead && c != Category::kIgnored;
+  return c != Category::kRange && c != Category::kOverhead && c != Category::kIgnored && c != Category::kPythonFrame;
 }
 
 SyncKind sync_kind_of(std::string_view s) {
@@ -201,6 +202,7 @@ EventKind event_kind_of(Category c) {
     case Category::kApiCall: return EventKind::kApiCall;
     case Category::kSync: return EventKind::kSync;
     case Category::kOverhead: return EventKind::kOverhead;
+    case Category::kPythonFrame: return EventKind::kPythonFrame;
     default: return EventKind::kRange;
   }
 }

@@ -29,6 +29,7 @@ struct LiveConfig {
   int persist_every = 50;                  // STEPWATCH_PERSIST_EVERY: "persists" line every N steps
   std::string cupti_path;                  // STEPWATCH_CUPTI_PATH: an explicit libcupti.so to load
   int host_sample_hz = 0;                  // STEPWATCH_HOST_SAMPLE_HZ: /proc host-state sampler (0 = off, <= 200)
+  bool call_sites = true;                  // STEPWATCH_CALL_SITES: 0 = blocking calls are not sited
   bool nvml = true;                        // STEPWATCH_NVML: 0 = no NVML clock/power sampling
   std::string nvml_path = "libnvidia-ml.so.1";  // STEPWATCH_NVML_PATH
   std::string visible_devices;             // CUDA_VISIBLE_DEVICES: the GPUs NVML samples (CUDA order)

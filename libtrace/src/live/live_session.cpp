@@ -201,6 +201,12 @@ void LiveSession::start_gpu_tracing() noexcept {
     options.flush_period_ms = config_.flush_period_ms;
     options.buffer_bytes = config_.cupti_buffer_bytes;
     options.max_buffers = config_.cupti_max_buffers;
+    if (!call_sites_ && config_.call_sites) {
+      std::string python;
+      call_sites_ = std::make_unique<CallSiteRecorder>(*this, PythonFrameReader::probe(python));
+      log_->info("call sites: " + python);
+    }
+    options.blocking_call_hook = call_sites_ ? call_sites_.get() : nullptr;
     std::string detail;
     // CUPTI call failures go to the job log like every other line of ours.
     cupti_tracer().set_log([](std::string_view line) noexcept {
@@ -342,6 +348,7 @@ void LiveSession::analysis_loop() {
 void LiveSession::analysis_cycle(bool final_pass, bool exact_watermark) {
   std::vector<Event> batch;
   queues_.drain(batch);
+  if (call_sites_) call_sites_->name_native_sites(batch);
   {
     std::lock_guard<std::mutex> lock(control_mu_);
     batch.insert(batch.end(), control_.begin(), control_.end());
@@ -402,6 +409,11 @@ void LiveSession::analysis_cycle(bool final_pass, bool exact_watermark) {
     const TracerStats st = cupti_tracer().stats();
     o.callback_ns = st.callback_ns;
     o.cupti_overhead_ns = st.cupti_overhead_ns;
+    if (call_sites_) {
+      const CallSiteStats cs = call_sites_->stats();
+      o.call_sites_read = cs.python_sites + cs.native_sites;
+      o.call_site_read_ns = cs.read_ns;
+    }
     outputs_->write_exit_summary(o);
     if (gpu_traced_.load() && meter_->counts().total() > 0) log_->info(meter_->summary_line());
   } else if (gpu_traced_.load()) {

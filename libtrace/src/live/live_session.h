@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "live/call_site_recorder.h"
 #include "live/event_queue.h"
 #include "core/event_sink.h"
 #include "live/judgement_meter.h"
@@ -104,6 +105,8 @@ class LiveSession final : public EventSink {
   std::unique_ptr<LivePipeline> pipeline_;  // analysis thread only
   std::atomic<bool> outputs_ready_{false};
   std::unique_ptr<HostSampler> host_sampler_;  // null unless STEPWATCH_HOST_SAMPLE_HZ > 0
+  // Where blocking calls are made (created before tracing starts; outlives the tracer's shutdown).
+  std::unique_ptr<CallSiteRecorder> call_sites_;
   std::unique_ptr<NvmlSampler> nvml_;          // null unless GPU tracing started and STEPWATCH_NVML
   std::unique_ptr<MetricsExporter> metrics_;  // null unless STEPWATCH_METRICS_PORT/_TEXTFILE
 

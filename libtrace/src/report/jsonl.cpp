@@ -39,8 +39,22 @@ std::array<int64_t, N> apportion_us(const std::array<int64_t, N>& parts_ns, int6
 json evidence_value(const EvidenceValue& v) {
   return std::visit([](const auto& x) -> json {
     using T = std::decay_t<decltype(x)>;
-    if constexpr (std::is_same_v<T, double>) return number_or_null(x);
-    else return json(x);
+    if constexpr (std::is_same_v<T, double>) {
+      return number_or_null(x);
+    } else if constexpr (std::is_same_v<T, std::vector<SiteEvidence>>) {
+      json rows = json::array();
+      for (const SiteEvidence& r : x) {
+        json row;
+        row["site"] = r.site;
+        if (!r.call.empty()) row["call"] = r.call;
+        row["calls"] = r.calls;
+        row["blocked_ms"] = number_or_null(r.blocked_ms);
+        rows.push_back(std::move(row));
+      }
+      return rows;
+    } else {
+      return json(x);
+    }
   }, v);
 }
 

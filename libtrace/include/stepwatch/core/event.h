@@ -24,6 +24,13 @@ enum class EventKind : uint8_t {
   kStepMark,   // explicit step boundary from the C API (start_ns = mark time, step = number)
   kOverhead,   // the tracer's own overhead interval (CUPTI buffer requests, ...)
   kAllocation, // a device memory allocation (detail 1) or release (detail 2) at start_ns; bytes
+  // A Python frame of a host thread (call_sites.h): Kineto's `python_function` events offline
+  // (name "file(line): function", nested, line = where the function is defined), and live the
+  // user frame the library read at a blocking call's entry (correlation = that call's, flag
+  // kCallLine: the line executing; bytes = the NameId of the frame it called, 0 none) or, for a
+  // call made from native code, the caller's return address in bytes (name kNoName) until the
+  // pipeline names it. Never a range: step inference and host activity must not see frames.
+  kPythonFrame,
 };
 
 enum class CopyKind : uint8_t { kUnknown, kHtoD, kDtoH, kDtoD, kHtoH, kPtoP };
@@ -64,6 +71,8 @@ namespace event_flags {
 inline constexpr uint8_t kOnDevice = 1u << 0;      // a range on the GPU timeline (gpu_user_annotation)
 inline constexpr uint8_t kExplicitStep = 1u << 1;  // a step range from the C API (highest priority)
 inline constexpr uint8_t kAsync = 1u << 2;         // copy/memset record flagged asynchronous by the tracer
+inline constexpr uint8_t kCallLine = 1u << 3;      // a frame whose line is the line executing, not the def
+inline constexpr uint8_t kNativeSite = 1u << 4;    // a frame that is a native call site (live, C/C++ callers)
 }  // namespace event_flags
 
 // The time domain every stage does its arithmetic in. Importers and adapters leave out (and count)

@@ -12,7 +12,17 @@ namespace stepwatch {
 enum class Severity : uint8_t { kInfo, kWarning, kCritical };
 std::string_view to_string(Severity);
 
-using EvidenceValue = std::variant<int64_t, double, std::string, std::vector<int64_t>, std::vector<std::string>>;
+// One row of a finding's `sites` evidence: where in the program the time went (call_sites.h).
+struct SiteEvidence {
+  std::string site;  // "train.py:142 in train_step"
+  std::string call;  // "Tensor.item()"; empty when not known
+  int64_t calls = 0;
+  double blocked_ms = 0.0;  // GPU idle while the host was blocked in them
+  bool operator==(const SiteEvidence&) const = default;
+};
+
+using EvidenceValue = std::variant<int64_t, double, std::string, std::vector<int64_t>, std::vector<std::string>,
+                                   std::vector<SiteEvidence>>;
 
 // How a finding's cost counts in the run's total goodput tax (RunSummary::tax_ms), so that each
 // idle interval is counted once (ARCHITECTURE.md: "a refinement's cost overlaps its umbrella's").

@@ -63,6 +63,16 @@ struct BlockingCallStat {
   int64_t transfer_no_compute_ns = 0;
 };
 
+// Where the step's blocking calls were made (call_sites.h): one row per site and call.
+struct CallSiteStat {
+  std::string where;          // "train.py:142 in train_step", "log_metrics() defined at train.py:40"
+  std::string call;           // what the site called on the way: "Tensor.item()"; empty when not known
+  std::string blocking_call;  // the blocking call it led to (the one of most GPU idle): "cudaMemcpyAsync"
+  int calls = 0;
+  int64_t host_ns = 0;      // time the host spent blocked in them (in the window)
+  int64_t gpu_idle_ns = 0;  // part of that time with the GPU idle
+};
+
 // Kernels of one name in the step (the heaviest names only).
 struct KernelStat {
   std::string name;
@@ -185,6 +195,7 @@ struct StepView {
   std::vector<HostActivityStat> host_activity;
   std::vector<HostActivityStat> dispatch_activity;
   std::vector<BlockingCallStat> blocking;  // by call name, largest host time first
+  std::vector<CallSiteStat> blocking_sites; // where they were made, most GPU idle first (top kTopSites)
   std::vector<CollectiveStat> collectives; // by type, largest exposed first
   std::vector<KernelStat> top_kernels;     // at most kTopKernels names, largest total first
   std::vector<CopyRecord> copies;          // at most kMaxCopies copies, largest first
@@ -197,6 +208,7 @@ struct StepView {
 
   static constexpr size_t kTopKernels = 16;
   static constexpr size_t kTopHostActivity = 5;
+  static constexpr size_t kTopSites = 5;
   // A host-activity gap up to this long (from where the GPU went idle to where it resumed) is
   // per-op dispatch overhead — Python and the launch call between two kernels; a longer one is
   // host work of its own (optimizer on the CPU, data preparation, GC, compilation).

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <unordered_map>
 #include <vector>
@@ -23,6 +24,8 @@
 namespace stepwatch {
 
 class HostActivityIndex;
+class CallSiteIndex;
+struct CallSite;
 
 class Timeline {
  public:
@@ -54,6 +57,10 @@ class Timeline {
   // What each host thread was doing (innermost host range or CUDA call), for the host part of
   // idle gaps (host_activity.h). Step ranges, data ranges, OS waits and NVML samples excluded.
   const HostActivityIndex& host_activity() const { return *host_activity_; }
+  // Where in the program a blocking call was made (call_sites.h): its innermost user Python frame,
+  // or its native caller live; nullopt when the data has no frames around it.
+  std::optional<CallSite> call_site_of(const Event& call) const;
+  bool has_call_sites() const;
   // Whether an NCCL kernel belongs to an all-to-all: its own type, or a SendRecv kernel (NCCL runs
   // all-to-all as grouped send/recv) launched inside an all-to-all host range of its launching
   // thread (Kineto's "nccl:all_to_all", NVTX's ncclAlltoAll).
@@ -120,6 +127,7 @@ class Timeline {
   int64_t max_gpu_duration_ns_ = 0;
   uint32_t main_launch_thread_ = 0;
   std::unique_ptr<HostActivityIndex> host_activity_;
+  std::unique_ptr<CallSiteIndex> call_sites_;
   std::vector<uint8_t> api_blocks_;               // per event index: 1 if a blocking API call / sync record
 };
 

@@ -56,7 +56,27 @@ void RunStats::add_step(const StepView& v, StepStatus status) {
     agg.host_ns += b.host_ns;
     agg.gpu_idle_ns += b.gpu_idle_ns;
   }
+  for (const CallSiteStat& c : v.blocking_sites) {
+    Blocking& agg = sites_[{c.where, c.call}];
+    agg.count += static_cast<uint64_t>(c.calls);
+    agg.host_ns += c.host_ns;
+    agg.gpu_idle_ns += c.gpu_idle_ns;
+  }
 }
+
+namespace {
+
+// The run's sites by GPU idle, most first.
+template <typename Map>
+std::vector<typename Map::const_iterator> top_sites(const Map& sites, size_t n) {
+  std::vector<typename Map::const_iterator> rows;
+  for (auto it = sites.begin(); it != sites.end(); ++it) rows.push_back(it);
+  std::sort(rows.begin(), rows.end(), [](auto a, auto b) { return a->second.gpu_idle_ns > b->second.gpu_idle_ns; });
+  if (rows.size() > n) rows.resize(n);
+  return rows;
+}
+
+}  // namespace
 
 std::string RunStats::text(const NameTable& names, const RunSummary& s, const SelfOverhead& o) const {
   std::string out;
@@ -144,6 +164,15 @@ std::string RunStats::text(const NameTable& names, const RunSummary& s, const Se
       line(buf + name);
     }
   }
+  if (!sites_.empty()) {
+    line("  blocking call sites (top 5 by GPU idle): Calls  Host(ms)  GPU idle(ms)  Site");
+    for (auto it : top_sites(sites_, 5)) {
+      char buf[96];
+      std::snprintf(buf, sizeof buf, "    %8llu %9.2f %12.2f  ", static_cast<unsigned long long>(it->second.count),
+                    ms(it->second.host_ns), ms(it->second.gpu_idle_ns));
+      line(buf + (it->first.second.empty() ? "" : "`" + it->first.second + "` ") + it->first.first);
+    }
+  }
   if (s.data_loss.empty()) {
     line("  data loss: none");
   } else {
@@ -156,7 +185,10 @@ std::string RunStats::text(const NameTable& names, const RunSummary& s, const Se
   line("  self overhead: analysis thread CPU " + fmt("%.1f", ms(o.analysis_cpu_ns)) + " ms (" +
        fmt("%.3f", o.wall_ns > 0 ? 100.0 * double(o.analysis_cpu_ns) / double(o.wall_ns) : 0.0) +
        "% of wall), CUPTI callbacks " + fmt("%.1f", ms(o.callback_ns)) + " ms, CUPTI overhead records " +
-       fmt("%.1f", ms(o.cupti_overhead_ns)) + " ms");
+       fmt("%.1f", ms(o.cupti_overhead_ns)) + " ms" +
+       (o.call_sites_read > 0 ? ", call sites " + std::to_string(o.call_sites_read) + " read (" +
+                                    fmt("%.1f", double(o.call_site_read_ns) / double(o.call_sites_read) / 1e3) + " us each)"
+                              : std::string()));
   return out;
 }
 
@@ -183,6 +215,16 @@ nlohmann::ordered_json RunStats::json(const NameTable& names, const RunSummary& 
   json b = json::object();
   for (const auto& [name, x] : blocking_) b[name] = {{"count", x.count}, {"host_ms", ms(x.host_ns)}, {"gpu_idle_ms", ms(x.gpu_idle_ns)}};
   j["blocking_calls"] = b;
+  json sites = json::array();
+  for (auto it : top_sites(sites_, 20)) {
+    json row = {{"site", it->first.first}};
+    if (!it->first.second.empty()) row["call"] = it->first.second;
+    row["calls"] = it->second.count;
+    row["host_ms"] = ms(it->second.host_ns);
+    row["blocked_ms"] = ms(it->second.gpu_idle_ns);
+    sites.push_back(std::move(row));
+  }
+  j["blocking_sites"] = sites;
   j["self_overhead"] = {{"analysis_cpu_ms", ms(o.analysis_cpu_ns)}, {"callback_ms", ms(o.callback_ns)},
                         {"cupti_overhead_ms", ms(o.cupti_overhead_ns)}, {"wall_ms", ms(o.wall_ns)}};
   return j;

@@ -28,6 +28,8 @@ struct SelfOverhead {
   int64_t callback_ns = 0;        // time inside our CUPTI callbacks
   int64_t cupti_overhead_ns = 0;  // CUPTI's own overhead records
   int64_t wall_ns = 0;            // since start-up
+  uint64_t call_sites_read = 0;   // blocking calls whose site was read (Python frame or native caller)
+  int64_t call_site_read_ns = 0;  // time spent reading them
 };
 
 class RunStats {
@@ -64,6 +66,8 @@ class RunStats {
   std::unordered_map<NameId, Timing> api_;
   std::map<std::string, Timing> copies_;  // "HtoD", "DtoH", "DtoD", "memset", ...
   std::map<std::string, Blocking> blocking_;
+  // Where the blocking calls were made, by (site, call): the run's top sites in the exit summary.
+  std::map<std::pair<std::string, std::string>, Blocking> sites_;
 };
 
 }  // namespace stepwatch::live
