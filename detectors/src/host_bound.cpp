@@ -75,6 +75,15 @@ void HostBoundDetector::on_step(const StepView& step, FindingSink& sink) {
     activity_us.push_back(a.ns / 1000);
     if (doing.size() < 200) doing += (doing.empty() ? "" : ", ") + name + " " + format_ms(a.ns);
   }
+  // With Python frames (with_stack=True): the program's own functions the host was in.
+  std::vector<std::string> python_names;
+  std::vector<int64_t> python_us;
+  std::string python_text;
+  for (const HostActivityStat& a : step.host_python) {
+    python_names.push_back(a.name);
+    python_us.push_back(a.ns / 1000);
+    if (python_text.empty() && a.ns * 4 >= long_ns) python_text = "; in Python: " + a.name + " " + format_ms(a.ns);
+  }
   std::string where;
   if (gaps > 0) {
     where = std::to_string(gaps) + (gaps == 1 ? " gap" : " gaps") + " (largest " + format_ms(largest_ns) + ")";
@@ -86,7 +95,7 @@ void HostBoundDetector::on_step(const StepView& step, FindingSink& sink) {
   f.message = "GPU idle " + format_ms(cost_ns) + " (" + format_pct(f.cost_pct) + " of " +
               format_ms(step.duration_ns()) + ") in " + where +
               " while the launching thread was busy on the CPU with no data wait, blocking call or launch" +
-              (doing.empty() ? std::string() : " — " + doing) + ": host-bound. Fix: " + fix::host_work(step.stack) +
+              (doing.empty() ? std::string() : " — " + doing) + python_text + ": host-bound. Fix: " + fix::host_work(step.stack) +
               ".";
   f.with("host_idle_ms", ms3_of(cost_ns))
       .with("host_gaps", gaps)
@@ -95,6 +104,7 @@ void HostBoundDetector::on_step(const StepView& step, FindingSink& sink) {
       .with("host_activity_us", std::move(activity_us))
       .with("gpu_busy_pct", round3(100.0 * step.duty_cycle()))
       .with("short_gap_host_ms", ms3_of(short_ns));
+  if (!python_names.empty()) f.with("python_functions", std::move(python_names)).with("python_functions_us", std::move(python_us));
   sink.emit(std::move(f));
 }
 

@@ -205,3 +205,32 @@ TEST(CorpusAnalysis, ResnetWithStackNamesTheSitesOfItsBlockingCalls) {
 
 }  // namespace
 }  // namespace stepwatch
+
+namespace stepwatch {
+namespace {
+
+// TimeSformer inference through transformers' pipeline (with_stack=True): the 218 ms host gap at
+// the step's start is the pipeline's image preprocessing on the CPU — half of it in
+// transformers' normalize() — which the host_bound finding now says in the program's terms.
+TEST(CorpusAnalysis, TimesformerHostGapNamesThePreprocessingFunction) {
+  STEPWATCH_REQUIRE_CORPUS();
+  const RankResult r =
+      analyze_file(corpus_dir() / "kineto/tracelens-h100/facebook_timesformer-base-finetuned-k400__1016002.json.gz");
+  const auto found = findings_of(r, "host_bound");
+  ASSERT_EQ(found.size(), 1u);
+  std::vector<std::string> names;
+  std::vector<int64_t> us;
+  for (const auto& [key, value] : found[0]->evidence) {
+    if (key == "python_functions") names = std::get<std::vector<std::string>>(value);
+    if (key == "python_functions_us") us = std::get<std::vector<int64_t>>(value);
+  }
+  ASSERT_FALSE(names.empty()) << found[0]->message;
+  EXPECT_EQ(names.front(), "normalize() defined at transformers/image_transforms.py:390");
+  ASSERT_EQ(us.size(), names.size());
+  EXPECT_NEAR(double(us.front()) / 1e3, 105.8, 2.0);
+  EXPECT_NE(found[0]->message.find("in Python: normalize() defined at transformers/image_transforms.py:390"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace stepwatch

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <sstream>
 #include <string>
 
@@ -15,10 +16,14 @@ namespace stepwatch::live {
 namespace {
 
 TEST(PythonLayout, TheTableMatchesTheInterpretersOwnHeaders) {
-#ifndef STEPWATCH_PYTHON_LAYOUT_PROBE
-  GTEST_SKIP() << "no Python development headers at configure time";
-#else
-  FILE* p = popen(STEPWATCH_PYTHON_LAYOUT_PROBE, "r");
+  // The probe built against another interpreter's headers (python_layout_<version> tests), else
+  // the one of the configured Python.
+  const char* probe = std::getenv("STEPWATCH_PYTHON_LAYOUT_PROBE");
+#ifdef STEPWATCH_PYTHON_LAYOUT_PROBE
+  if (probe == nullptr) probe = STEPWATCH_PYTHON_LAYOUT_PROBE;
+#endif
+  if (probe == nullptr) GTEST_SKIP() << "no Python development headers at configure time";
+  FILE* p = popen(probe, "r");
   ASSERT_NE(p, nullptr);
   char buf[512] = {0};
   ASSERT_NE(fgets(buf, sizeof buf, p), nullptr);
@@ -47,7 +52,6 @@ TEST(PythonLayout, TheTableMatchesTheInterpretersOwnHeaders) {
   EXPECT_EQ(row->code_adaptive, m.code_adaptive);
   EXPECT_EQ(row->ascii_size, m.ascii_size);
   EXPECT_EQ(row->compact_utf8, m.compact_utf8);
-#endif
 }
 
 TEST(PythonLayout, AProcessWithoutPythonReadsNoFrames) {

@@ -35,3 +35,5 @@ add_test(NAME python_shim_noop
          WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 set_tests_properties(python_shim_noop PROPERTIES
   ENVIRONMENT "PYTHONPATH=${PROJECT_SOURCE_DIR}/python_shim/src;PYTHONDONTWRITEBYTECODE=1" TIMEOUT 120)
+
+include(${CMAKE_CURRENT_LIST_DIR}/interpreters.cmake)

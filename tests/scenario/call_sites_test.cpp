@@ -57,6 +57,31 @@ TEST(CallSites, TheKinetoFileOfTheRunNamesTheSameSites) {
   expect_log_metrics_site(analyze(back), 6);
 }
 
+// Host-bound gaps: the program's own function the host was in (the innermost user frame over
+// the gaps' host part), named next to the range that covers it.
+TEST(CallSites, HostBoundGapsNameThePythonFunctionTheHostWasIn) {
+  synthetic::WorkloadConfig c = synthetic::scenario_config("host_bound", {.steps = 6});
+  c.python_stack = true;
+  const RankResult r = analyze(synthetic::generate(c).trace);
+  size_t flagged = 0;
+  for (const Finding& f : r.findings) {
+    if (f.detector != "host_bound") continue;
+    ++flagged;
+    std::vector<std::string> names;
+    for (const auto& [key, value] : f.evidence) {
+      if (key == "python_functions") names = std::get<std::vector<std::string>>(value);
+    }
+    ASSERT_FALSE(names.empty()) << f.message;
+    EXPECT_EQ(names.front(), "sync_gradients() defined at train.py:61");
+    EXPECT_NE(f.message.find("; in Python: sync_gradients() defined at train.py:61 "), std::string::npos) << f.message;
+  }
+  EXPECT_GE(flagged, 5u);
+  // Without frames: no Python evidence.
+  for (const Finding& f : analyze_scenario("host_bound", {.steps = 4}).findings("host_bound")) {
+    for (const auto& [key, value] : f.evidence) EXPECT_NE(key, "python_functions");
+  }
+}
+
 TEST(CallSites, WithoutFramesThereAreNoSites) {
   const AnalyzedRun a = analyze_scenario("item_sync", {.steps = 6});
   ASSERT_FALSE(a.findings("hidden_sync").empty());

@@ -496,6 +496,7 @@ class Model {
     }
     if (cfg_.host_work_ns > 0) {
       add_host(EventKind::kRange, cfg_.host_work_range, now_, now_ + cfg_.host_work_ns, Role::kNone);
+      if (cfg_.python_stack) add_frame("train.py(61): sync_gradients", now_, now_ + cfg_.host_work_ns);
       host_work_.emplace_back(now_, now_ + cfg_.host_work_ns);
       host(cfg_.host_work_ns);
     }

@@ -82,7 +82,8 @@ struct WorkloadConfig {
   int64_t post_sync_host_ns = 0;     // host work after each `.item()` (metric logging) before the next launch
   bool end_of_step_sync = false;     // the step ends with its result copied to the host (inference: `.cpu()`)
   // torch.profiler(with_stack=True): python_function frames on the host thread — each step inside
-  // "train.py(30): train_step", each `.item()` inside "train.py(40): log_metrics" and the built-in
+  // "train.py(30): train_step", the host work inside "train.py(61): sync_gradients", each `.item()`
+  // inside "train.py(40): log_metrics" and the built-in
   // "<built-in method item of Tensor object at 0x…>" it calls (lines are the functions' def lines,
   // as Kineto writes them).
   bool python_stack = false;

@@ -137,6 +137,25 @@ TEST(HtmlReport, OneBarPerStepAndTheFindingsTable) {
   EXPECT_NE(html.find("<td>13.42</td>"), std::string::npos);
 }
 
+TEST(HtmlReport, ListsWhereTheBlockingCallsWereMade) {
+  RankResult r = make_rank(3);
+  EXPECT_EQ(render({r}).find("Where the blocking calls were made"), std::string::npos) << "no frames, no table";
+  for (StepView& v : r.steps) {
+    v.blocking_sites.push_back({"log_metrics() defined at train.py:40", "Tensor.item()", "cudaMemcpyAsync", 5,
+                                2'000'000, 1'500'000});
+    v.blocking_sites.push_back({"train.py:99 in <lambda>", "", "cudaStreamSynchronize", 1, 100'000, 0});
+  }
+  const std::string html = render({r});
+  expect_sane_page(html);
+  EXPECT_NE(html.find("id=\"sites-rank-0\""), std::string::npos);
+  const size_t first = html.find("<td class=\"name\">log_metrics() defined at train.py:40</td><td>Tensor.item()</td>"
+                                 "<td>cudaMemcpyAsync</td><td>15</td>");
+  EXPECT_NE(first, std::string::npos);
+  const size_t second = html.find("train.py:99 in &lt;lambda&gt;");
+  EXPECT_NE(second, std::string::npos);
+  EXPECT_LT(first, second) << "most GPU idle first";
+}
+
 TEST(HtmlReport, EscapesNamesFromTheTrace) {
   RankResult r = make_rank(2);
   r.source = "evil<script>alert('x')</script>&\".json";

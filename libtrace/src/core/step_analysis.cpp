@@ -210,6 +210,7 @@ void attribute_gaps(StepView& v, const Timeline& tl, int64_t s, int64_t e) {
   const GapContext ctx{tl, tl.config().sync_slack_ns};
   const auto parts = tl.busy().intervals();
   std::unordered_map<NameId, int64_t> long_gaps, dispatch_gaps;  // host part by innermost activity
+  std::unordered_map<NameId, int64_t> long_gaps_python;           // ... by innermost user Python frame
   size_t i = tl.busy().first_ending_after(s);
   for (;;) {
     const bool has_prev = i > 0;
@@ -226,6 +227,7 @@ void attribute_gaps(StepView& v, const Timeline& tl, int64_t s, int64_t e) {
       if (!host.set.empty()) {
         const bool dispatch = gap.end_ns - gap.start_ns <= StepView::kDispatchGapNs;
         tl.host_activity().measure(host.thread, host.set, dispatch ? dispatch_gaps : long_gaps);
+        if (!dispatch && tl.has_call_sites()) tl.python_activity().measure(host.thread, host.set, long_gaps_python);
       }
       v.gaps.push_back(std::move(gap));
     }
@@ -234,6 +236,11 @@ void attribute_gaps(StepView& v, const Timeline& tl, int64_t s, int64_t e) {
   }
   v.host_activity = top_activities(long_gaps, tl.names());
   v.dispatch_activity = top_activities(dispatch_gaps, tl.names());
+  long_gaps_python.erase(kNoName);  // time in no user frame says nothing here
+  for (HostActivityStat& a : top_activities(long_gaps_python, tl.names())) {
+    a.name = site_text(a.name, false);
+    v.host_python.push_back(std::move(a));
+  }
 }
 
 // What the GPU records overlapping the window collect, before they are summarized.

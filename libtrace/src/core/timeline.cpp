@@ -28,7 +28,8 @@ bool Timeline::has_call_sites() const { return !call_sites_->empty(); }
 
 Timeline::Timeline(std::span<const Event> events, const NameTable& names, const AnalysisConfig& config)
     : events_(events), names_(names), config_(config), host_activity_(std::make_unique<HostActivityIndex>()),
-      call_sites_(std::make_unique<CallSiteIndex>()) {
+      call_sites_(std::make_unique<CallSiteIndex>()),
+      python_activity_(std::make_unique<HostActivityIndex>()) {
   std::vector<Interval> compute, comm, copy, data, gc;
   std::unordered_map<uint32_t, std::vector<Interval>> os_waits;
   std::unordered_map<uint32_t, std::vector<Interval>> all_to_all_ranges;
@@ -60,6 +61,7 @@ Timeline::Timeline(std::span<const Event> events, const NameTable& names, const 
     bool activity = false;
   };
   std::unordered_map<NameId, RangeRole> range_role;
+  std::unordered_map<NameId, bool> user_frame;  // per frame name: the program's own code
 
   for (uint32_t i = 0; i < events.size(); ++i) {
     const Event& e = events[i];
@@ -109,9 +111,16 @@ Timeline::Timeline(std::span<const Event> events, const NameTable& names, const 
       case EventKind::kAllocation:
         alloc_by_start_.push_back(i);
         break;
-      case EventKind::kPythonFrame:
+      case EventKind::kPythonFrame: {
         call_sites_->add(i);
+        // The program's own functions, for what the host was doing in host-bound gaps (a live
+        // frame spans only its blocking call: it says nothing about the gaps).
+        if (e.correlation != 0 || e.has_flag(event_flags::kNativeSite)) break;
+        auto [it, inserted] = user_frame.try_emplace(e.name, false);
+        if (inserted) it->second = frame_role(names.view(e.name)) == FrameRole::kUser;
+        if (it->second) python_activity_->add(e.thread, e.start_ns, e.end_ns, e.name);
         break;
+      }
       default:
         break;
     }
@@ -215,6 +224,7 @@ Timeline::Timeline(std::span<const Event> events, const NameTable& names, const 
   }
   host_activity_->build();
   call_sites_->build(events, names);
+  python_activity_->build();
 
   for (uint32_t i : gpu_by_start_) max_gpu_duration_ns_ = std::max(max_gpu_duration_ns_, events[i].duration_ns());
 }

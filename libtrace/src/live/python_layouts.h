@@ -1,7 +1,7 @@
 // Byte offsets of the CPython internals the frame reader walks (python_frames.h), per
 // interpreter version: x86-64 and aarch64 release builds (LP64; no debug or free-threaded build).
-// Each row cites the headers it was read from; tests/live/python_layout_probe.c checks the row of
-// the interpreter the tests run on against that interpreter's own headers.
+// Each row cites the headers it was read from; tests/live/python_layout_probe.c checks every row
+// against the headers of each interpreter the build machine has (tests/python/interpreters.cmake).
 #pragma once
 
 #include <cstddef>

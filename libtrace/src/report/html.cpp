@@ -386,6 +386,39 @@ void top_kernels_section(std::ostream& o, const RankResult& r, const HtmlReportO
 }
 
 // nsys `cuda_api_sync` / `cuda_memcpy_sync` style: the calls the host blocked in.
+// Where the blocking calls were made (call_sites.h): the run's sites, most GPU idle first.
+void call_sites_table(std::ostream& o, const RankResult& r, const HtmlReportOptions& opt) {
+  struct Agg {
+    int calls = 0;
+    int64_t host_ns = 0, gpu_idle_ns = 0;
+    std::string blocking_call;
+  };
+  std::map<std::pair<std::string, std::string>, Agg> by_site;
+  for (const StepView& v : r.steps) {
+    for (const CallSiteStat& c : v.blocking_sites) {
+      Agg& a = by_site[{c.where, c.call}];
+      a.calls += c.calls;
+      a.host_ns += c.host_ns;
+      a.gpu_idle_ns += c.gpu_idle_ns;
+      if (a.blocking_call.empty()) a.blocking_call = c.blocking_call;
+    }
+  }
+  if (by_site.empty()) return;
+  std::vector<std::pair<std::pair<std::string, std::string>, Agg>> rows(by_site.begin(), by_site.end());
+  std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.gpu_idle_ns > b.second.gpu_idle_ns; });
+  o << "<h3>Where the blocking calls were made</h3>\n<p class=\"note\">The innermost frame of the program's own "
+       "code around each blocking call, and what it called; GPU idle: inside the calls and the drain after "
+       "them.</p>\n<table id=\"sites-rank-" << r.rank << "\" class=\"blocking\"><tr><th>site</th><th>call</th>"
+       "<th>blocking call</th><th>calls</th><th>host ms</th><th>GPU idle ms</th></tr>\n";
+  for (size_t i = 0; i < std::min(rows.size(), opt.max_table_rows); ++i) {
+    const auto& [key, a] = rows[i];
+    o << "<tr><td class=\"name\">" << esc(key.first) << "</td><td>" << esc(key.second) << "</td><td>"
+      << esc(a.blocking_call) << "</td><td>" << a.calls << "</td><td>" << ms_text(ms_of(a.host_ns)) << "</td><td"
+      << (a.gpu_idle_ns > 0 ? " class=\"hot\"" : "") << ">" << ms_text(ms_of(a.gpu_idle_ns)) << "</td></tr>\n";
+  }
+  o << "</table>\n";
+}
+
 void blocking_section(std::ostream& o, const RankResult& r, const HtmlReportOptions& opt) {
   struct Agg {
     ApiClass api_class = ApiClass::kOther;
@@ -434,6 +467,7 @@ void blocking_section(std::ostream& o, const RankResult& r, const HtmlReportOpti
       << "</td><td>" << (a.bytes ? bytes_text(a.bytes) : "") << "</td></tr>\n";
   }
   o << "</table>\n";
+  call_sites_table(o, r, opt);
 }
 
 // nsys `cuda_gpu_mem_size_sum` / `cuda_gpu_mem_time_sum` style, with the achieved bandwidth.

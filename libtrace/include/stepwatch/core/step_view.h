@@ -194,6 +194,9 @@ struct StepView {
   // and of the shorter ones (per-op dispatch between kernels: launch_bound), top kTopHostActivity.
   std::vector<HostActivityStat> host_activity;
   std::vector<HostActivityStat> dispatch_activity;
+  // The long gaps' host part by the program's innermost Python function (Kineto with_stack=True:
+  // "collate() defined at data.py:12"); empty without frames.
+  std::vector<HostActivityStat> host_python;
   std::vector<BlockingCallStat> blocking;  // by call name, largest host time first
   std::vector<CallSiteStat> blocking_sites; // where they were made, most GPU idle first (top kTopSites)
   std::vector<CollectiveStat> collectives; // by type, largest exposed first

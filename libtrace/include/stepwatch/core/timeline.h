@@ -57,6 +57,9 @@ class Timeline {
   // What each host thread was doing (innermost host range or CUDA call), for the host part of
   // idle gaps (host_activity.h). Step ranges, data ranges, OS waits and NVML samples excluded.
   const HostActivityIndex& host_activity() const { return *host_activity_; }
+  // The same over the program's own Python frames (Kineto's python_function, call_sites.h): the
+  // innermost user function at each moment.
+  const HostActivityIndex& python_activity() const { return *python_activity_; }
   // Where in the program a blocking call was made (call_sites.h): its innermost user Python frame,
   // or its native caller live; nullopt when the data has no frames around it.
   std::optional<CallSite> call_site_of(const Event& call) const;
@@ -128,6 +131,7 @@ class Timeline {
   uint32_t main_launch_thread_ = 0;
   std::unique_ptr<HostActivityIndex> host_activity_;
   std::unique_ptr<CallSiteIndex> call_sites_;
+  std::unique_ptr<HostActivityIndex> python_activity_;  // the program's own Python frames
   std::vector<uint8_t> api_blocks_;               // per event index: 1 if a blocking API call / sync record
 };
 
