@@ -19,12 +19,15 @@ namespace {
 
 using namespace stepwatch;
 
-constexpr std::array<const char*, 16> kNames = {
+constexpr std::array<const char*, 20> kNames = {
     "ProfilerStep#1",         "ProfilerStep#2",  "step",           "cudaLaunchKernel",
     "cudaStreamSynchronize",  "cudaMemcpyAsync", "cudaMemcpy",     "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
     "sm90_xmma_gemm_f16f16",  "DataLoader",      "gc",             "cudaMalloc",
     "aten::copy_",            "Memcpy HtoD",     "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__",
-    "train_step 7"};
+    "train_step 7",
+    // Python frames (call sites): a user frame, a built-in, a module wrapper, torch's own code.
+    "train.py(40): log_metrics", "<built-in method item of Tensor object at 0x7f>", "nn.Module: Net_0",
+    "torch/nn/modules/module.py(1780): _call_impl"};
 
 constexpr size_t kRecord = 12;
 constexpr int64_t kBase = 1'700'000'000'000'000'000;
@@ -42,7 +45,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (size_t off = 0; off + kRecord <= size; off += kRecord) {
     const uint8_t* r = data + off;
     Event e;
-    e.kind = static_cast<EventKind>(r[0] % 9);
+    e.kind = static_cast<EventKind>(r[0] % 10);
     const uint32_t start = uint32_t(r[1]) | uint32_t(r[2]) << 8 | uint32_t(r[3] & 0x3f) << 16;  // < 2^22 µs
     // Durations from 0 to ~65 ms; the top bit of r[3] makes it ns-scale (tiny events, ties).
     const int64_t unit = (r[3] & 0x80) ? 1 : 1000;
@@ -64,6 +67,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     e.dst_memory = static_cast<MemoryKind>((r[9] / 6) % 6);
     e.collective = e.kind == EventKind::kKernel ? static_cast<CollectiveType>(r[10] % 9) : CollectiveType::kNone;
     e.flags = r[10] >> 5;  // kOnDevice | kExplicitStep | kAsync
+    if (e.kind == EventKind::kPythonFrame) e.flags = static_cast<uint8_t>(e.flags << 3);  // kCallLine | kNativeSite
     e.step = (r[11] & 0x80) ? -1 : int64_t(r[11]);
     e.bytes = uint64_t(r[11]) << (r[9] % 24);
     e.device = 0;

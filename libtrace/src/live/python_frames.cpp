@@ -74,6 +74,15 @@ PythonFrameReader PythonFrameReader::probe(std::string& why) noexcept {
       why = name + ": its C API is not exported to this library (native call sites only)";
       return r;
     }
+    // A cheap check of the row on the live interpreter: the thread state's `interp` (at 16 in
+    // every version: prev, next, interp) is what the interpreter's own accessor returns.
+    using InterpFn = void* (*)(void*);
+    auto interp_of = reinterpret_cast<InterpFn>(dlsym(RTLD_DEFAULT, "PyThreadState_GetInterpreter"));
+    if (void* ts = r.this_thread_state_(); ts != nullptr && interp_of != nullptr &&
+                                           interp_of(ts) != read_at<void*>(ts, 16)) {
+      why = name + ": its thread state does not match the frame layout known for it (native call sites only)";
+      return r;
+    }
     char cwd[4096];
     if (getcwd(cwd, sizeof cwd) != nullptr) r.cwd_ = std::string(cwd) + "/";
     r.layout_ = layout;
