@@ -72,8 +72,8 @@ def coexistence(stderr):
     }
 
 
-def _findings(run_dir):
-    out = []
+def _finding_records(run_dir):
+    """Every finding record of the run's findings.jsonl files."""
     for p in glob.glob(os.path.join(run_dir, "sw", "*", "findings.jsonl")):
         with open(p) as fh:
             for line in fh:
@@ -82,23 +82,20 @@ def _findings(run_dir):
                 except ValueError:
                     continue
                 if r.get("type") == "finding":
-                    out.append((r.get("detector"), r.get("severity")))
-    return out
+                    yield r
+
+
+def _findings(run_dir):
+    return [(r.get("detector"), r.get("severity")) for r in _finding_records(run_dir)]
 
 
 def _sites(run_dir, detector):
     """The top site of each `detector` finding (evidence.sites[0].site)."""
     out = []
-    for p in glob.glob(os.path.join(run_dir, "sw", "*", "findings.jsonl")):
-        with open(p) as fh:
-            for line in fh:
-                try:
-                    r = json.loads(line)
-                except ValueError:
-                    continue
-                if r.get("type") == "finding" and r.get("detector") == detector:
-                    sites = (r.get("evidence") or {}).get("sites") or []
-                    out.append(sites[0].get("site") if sites else None)
+    for r in _finding_records(run_dir):
+        if r.get("detector") == detector:
+            sites = (r.get("evidence") or {}).get("sites") or []
+            out.append(sites[0].get("site") if sites else None)
     return out
 
 
