@@ -108,6 +108,11 @@ LiveSession::LiveSession(const LiveConfig& config, const std::vector<std::string
   // analysis thread (create_outputs), outside the application's first cuInit.
   run_dir_ = config_.output_dir + "/rank" + std::to_string(config_.rank) + "-pid" + std::to_string(::getpid());
   step_name_ = names_.intern("step");
+  // Before the analysis thread, which names native sites: it reads the pointer without a lock.
+  // (In a Python process the interpreter is up by the time the library loads.)
+  if (config_.call_sites) {
+    call_sites_ = std::make_unique<CallSiteRecorder>(*this, PythonFrameReader::probe(call_sites_status_));
+  }
   // With every signal blocked: the host's process-directed signals (SIGTERM from torchrun/slurm,
   // SIGINT, SIGCHLD) must reach the host's own threads.
   thread_ = spawn_quiet_thread([this] { analysis_loop(); });
@@ -201,10 +206,9 @@ void LiveSession::start_gpu_tracing() noexcept {
     options.flush_period_ms = config_.flush_period_ms;
     options.buffer_bytes = config_.cupti_buffer_bytes;
     options.max_buffers = config_.cupti_max_buffers;
-    if (!call_sites_ && config_.call_sites) {
-      std::string python;
-      call_sites_ = std::make_unique<CallSiteRecorder>(*this, PythonFrameReader::probe(python));
-      log_->info("call sites: " + python);
+    if (call_sites_ && !call_sites_logged_) {
+      log_->info("call sites: " + call_sites_status_);
+      call_sites_logged_ = true;
     }
     options.blocking_call_hook = call_sites_ ? call_sites_.get() : nullptr;
     std::string detail;

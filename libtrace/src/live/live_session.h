@@ -105,8 +105,11 @@ class LiveSession final : public EventSink {
   std::unique_ptr<LivePipeline> pipeline_;  // analysis thread only
   std::atomic<bool> outputs_ready_{false};
   std::unique_ptr<HostSampler> host_sampler_;  // null unless STEPWATCH_HOST_SAMPLE_HZ > 0
-  // Where blocking calls are made (created before tracing starts; outlives the tracer's shutdown).
+  // Where blocking calls are made: created with the session, before its threads (never reset;
+  // outlives the tracer's shutdown). `call_sites_status_`: what the probe found ("Python 3.11").
   std::unique_ptr<CallSiteRecorder> call_sites_;
+  std::string call_sites_status_;
+  bool call_sites_logged_ = false;  // start_gpu_tracing's thread only
   std::unique_ptr<NvmlSampler> nvml_;          // null unless GPU tracing started and STEPWATCH_NVML
   std::unique_ptr<MetricsExporter> metrics_;  // null unless STEPWATCH_METRICS_PORT/_TEXTFILE
 
