@@ -21,6 +21,12 @@ struct ScenarioEntry {
 
 int64_t scaled(int64_t ns, double magnitude) { return static_cast<int64_t>(std::llround(double(ns) * magnitude)); }
 
+// item_sync's fault: 3 `.item()` per step, each followed by 1.5 ms x magnitude of host logging.
+void item_sync_config(WorkloadConfig& c, double m) {
+  c.item_syncs = 3;
+  c.post_sync_host_ns = scaled(1'500'000, m);
+}
+
 // The base workload (every scenario starts from it): a bf16 transformer step, 48 forward, 96
 // backward and 16 optimizer kernels of ~200 µs (~32 ms of GPU time), ~20 µs of host time per
 // launch, a 0.2 ms DataLoader wait, a pinned 16 MiB input copy. GPU-bound: the host runs ahead
@@ -51,16 +57,12 @@ const std::array<ScenarioEntry, 16> kScenarios = {{
     {"item_sync",
      "hidden_sync: 3 .item() syncs per step (pageable DtoH copy / pinned copy + cudaStreamSynchronize) that "
      "drain the queue, each followed by 1.5 ms x magnitude of host logging before the next launch",
-     [](WorkloadConfig& c, double m) {
-       c.item_syncs = 3;
-       c.post_sync_host_ns = scaled(1'500'000, m);
-     }},
+     [](WorkloadConfig& c, double m) { item_sync_config(c, m); }},
     {"item_sync_stack",
      "hidden_sync: item_sync recorded with Python frames (torch.profiler with_stack=True): each .item() made by "
      "log_metrics() in train.py — the finding names that site",
      [](WorkloadConfig& c, double m) {
-       c.item_syncs = 3;
-       c.post_sync_host_ns = scaled(1'500'000, m);
+       item_sync_config(c, m);
        c.python_stack = true;
      }},
     {"pageable_copy",

@@ -185,13 +185,16 @@ void CallbackCounters::on_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid
     if (data->correlationData != nullptr) *data->correlationData = counted ? static_cast<uint64_t>(now) : 0u;
     // Where the call was made is read before the wait, while the GPU still has queued work: the
     // few microseconds it takes overlap the drain instead of adding to the idle after it.
-    if (counted && role == kBlocking && hook_ != nullptr) hook_->enter(data->correlationId, stepwatch::now_ns());
+    const bool sited = counted && role == kBlocking && hook_ != nullptr;
+    // On the records' clock (CLOCK_REALTIME), read once for both users.
+    const int64_t entered_at = sited || (counted && tracker_ != nullptr) ? stepwatch::now_ns() : 0;
+    if (sited) hook_->enter(data->correlationId, entered_at);
     if (tracker_ != nullptr) {
       const bool enqueues = role == kLaunch || role == kEnqueue;
       // Published at ENTER: the call's record cannot exist before it, and a watermark taken
-      // after this point waits for it. On the records' clock (CLOCK_REALTIME).
+      // after this point waits for it.
       if (counted) {
-        tracker_->enter(data->correlationId, stepwatch::now_ns(), enqueues);
+        tracker_->enter(data->correlationId, entered_at, enqueues);
       } else if (enqueues) {
         tracker_->nested(data->correlationId);
       }

@@ -44,7 +44,8 @@ NameId intern_cached(EventSink& sink, const char* text) noexcept {
   return slot.id;
 }
 
-int64_t monotonic_clock_ns() noexcept {
+// The reads' own CPU time (a preempted read must not count its wait).
+int64_t thread_cpu_ns() noexcept {
   timespec ts{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
@@ -53,7 +54,7 @@ int64_t monotonic_clock_ns() noexcept {
 }  // namespace
 
 void CallSiteRecorder::enter(uint64_t correlation, int64_t t_ns) noexcept {
-  const int64_t t0 = monotonic_clock_ns();
+  const int64_t t0 = thread_cpu_ns();
   Pending p;
   p.correlation = correlation;
   p.start_ns = t_ns;
@@ -70,7 +71,7 @@ void CallSiteRecorder::enter(uint64_t correlation, int64_t t_ns) noexcept {
     unsited_.fetch_add(1, std::memory_order_relaxed);
   }
   t_pending = p;
-  read_ns_.fetch_add(monotonic_clock_ns() - t0, std::memory_order_relaxed);
+  read_ns_.fetch_add(thread_cpu_ns() - t0, std::memory_order_relaxed);
 }
 
 void CallSiteRecorder::exit(uint64_t correlation, int64_t t_ns) noexcept {
