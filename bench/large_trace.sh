@@ -57,7 +57,10 @@ measure() {  # measure FILE STEPS LABEL
     printf "%5.2f GB %-9s %7d | %6.1f s (cpu %6.1f s) %5.0f MB/s %6.0f MiB %.2fx | %6.1f s (cpu %6.1f s) %5.0f MB/s %6.0f MiB %.2fx | %s\n",
       bytes / 1e9, label, steps, A[1], A[3] + A[4], bytes / 1e6 / A[1], A[2] / 1024, A[2] * 1024 / bytes,
       I[1], I[3] + I[4], bytes / 1e6 / I[1], I[2] / 1024, I[2] * 1024 / bytes,
-      (analyzed == steps) ? "all " analyzed " steps" : "ONLY " analyzed " of " steps " steps" }'
+      (analyzed == steps) ? "all " analyzed " steps" : "ONLY " analyzed " of " steps " steps"
+    # For the verdict: RSS share, CPU seconds per GB, whether every step was analyzed.
+    printf "%.4f %.4f %d\n", A[2] * 1024 / bytes, (A[3] + A[4]) / (bytes / 1e9), analyzed == steps > "/dev/stderr" }' \
+    2>>"$tmp/verdict"
 }
 
 for gb in "${sizes[@]}"; do
@@ -69,3 +72,13 @@ done
 steps=$(awk -v gb="$largest" -v b="$bytes_per_step" 'BEGIN { printf "%d", gb * 1e9 / b + 0.5 }')
 "$synth" -s launch_bound -n "$steps" -o "$tmp/t.json.gz" >/dev/null
 measure "$tmp/t.json.gz" "$steps" json.gz
+
+# The goals (issue 18): peak RSS of the whole analysis at most 0.35x the JSON at every size, time
+# linear in size (CPU seconds per GB within 1.25x of each other: wall times scatter with the
+# load), every step analyzed. Exit 1 when one is missed.
+awk -v goal=0.35 '{ rss = $1 > rss ? $1 : rss; lo = (NR == 1 || $2 < lo) ? $2 : lo; hi = $2 > hi ? $2 : hi; all += $3 }
+  END {
+    ok = rss <= goal && hi <= 1.25 * lo && all == NR
+    printf "verdict: peak RSS at most %.2fx the JSON (goal <= %.2fx); analysis CPU %.2f-%.2f s per GB (spread %.2fx, goal <= 1.25x); %s: %s\n",
+      rss, goal, lo, hi, hi / lo, all == NR ? "every step analyzed" : "STEPS MISSING", ok ? "met" : "NOT MET"
+    exit ok ? 0 : 1 }' "$tmp/verdict"

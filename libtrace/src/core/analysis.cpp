@@ -38,8 +38,12 @@ void sort_by_start(std::vector<Event>& events) {
   }
 }
 
+size_t offline_batch_events(size_t trace_events) {
+  return std::clamp<size_t>(trace_events / 16, size_t{1} << 16, size_t{1} << 20);
+}
+
 RankResult analyze_rank(Trace& trace, int rank, const AnalysisConfig& config,
-                        std::vector<std::unique_ptr<Detector>> detectors, StepDetail detail) {
+                        std::vector<std::unique_ptr<Detector>> detectors, StepDetail detail, size_t batch_events) {
   sort_by_start(trace.events);
   PipelineOptions options;
   options.analysis = config;
@@ -47,6 +51,7 @@ RankResult analyze_rank(Trace& trace, int rank, const AnalysisConfig& config,
   options.hta_overlap = true;
   options.keep_windows = true;
   options.retain_all = true;
+  options.batch_events = batch_events != 0 ? batch_events : offline_batch_events(trace.events.size());
   CollectingReporter reporter;
   reporter.keep_gaps = detail == StepDetail::kFull;
   StepPipeline pipeline(options, trace.names, reporter, std::move(detectors));

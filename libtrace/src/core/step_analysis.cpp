@@ -470,23 +470,42 @@ StepView analyze_step(const StepWindow& window, const Timeline& tl, int rank) {
   return v;
 }
 
-double hta_comm_comp_overlap_pct(const Timeline& tl, const Segmentation& seg) {
-  // HTA drops the last step: only kernels launched before the last ProfilerStep begins count.
+namespace {
+
+// HTA drops the last step: only kernels launched before the last ProfilerStep begins count.
+// `launcher` finds a kernel's launching call (nullptr when the data has none).
+template <typename Launcher>
+double comm_comp_overlap_pct(std::span<const Event> events, Launcher launcher, const Segmentation& seg) {
   int64_t cutoff = std::numeric_limits<int64_t>::max();
   // Inferred steps are ours, not HTA's: HTA sees no steps there and keeps the whole trace.
   if (seg.source != StepSource::kWholeTrace && seg.source != StepSource::kInferred && !seg.steps.empty()) cutoff = seg.steps.back().start_ns;
-  std::vector<Interval> compute, comm;
-  for (uint32_t idx : tl.gpu_by_start()) {
-    const Event& k = tl.events()[idx];
-    if (k.kind != EventKind::kKernel) continue;
-    const Event* launcher = tl.launcher_of(k);
-    if (launcher == nullptr || launcher->start_ns >= cutoff) continue;
-    (k.is_comm_kernel() ? comm : compute).push_back({k.start_ns, k.end_ns});
+  auto counted = [&](const Event& k) {
+    const Event* l = launcher(k);
+    return l != nullptr && l->start_ns < cutoff;
+  };
+  // Comm first: without it there is no overlap to measure, and no compute set to build.
+  std::vector<Interval> comm;
+  for (const Event& k : events) {
+    if (k.kind == EventKind::kKernel && k.is_comm_kernel() && counted(k)) comm.push_back({k.start_ns, k.end_ns});
   }
   const IntervalSet n = IntervalSet::from_unsorted(std::move(comm));
   if (n.total_length() == 0) return std::nan("");
+  std::vector<Interval> compute;
+  for (const Event& k : events) {
+    if (k.kind == EventKind::kKernel && !k.is_comm_kernel() && counted(k)) compute.push_back({k.start_ns, k.end_ns});
+  }
   const IntervalSet c = IntervalSet::from_unsorted(std::move(compute));
   return 100.0 * double(n.intersect(c).total_length()) / double(n.total_length());
+}
+
+}  // namespace
+
+double hta_comm_comp_overlap_pct(const Timeline& tl, const Segmentation& seg) {
+  return comm_comp_overlap_pct(tl.events(), [&](const Event& k) { return tl.launcher_of(k); }, seg);
+}
+
+double hta_comm_comp_overlap_pct(std::span<const Event> events, const CorrelationIndex& calls, const Segmentation& seg) {
+  return comm_comp_overlap_pct(events, [&](const Event& k) { return calls.find(events, k.correlation); }, seg);
 }
 
 }  // namespace stepwatch

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/nccl_join.h"
+#include "core/step_batches.h"
 #include "core/step_inference.h"
 #include "stepwatch/core/outside_steps.h"
 #include "stepwatch/core/stats.h"
@@ -223,6 +224,7 @@ void StepPipeline::judge(int64_t limit_ns, bool final, std::chrono::steady_clock
     summary_.add_skipped(windows.size());
     return;
   }
+  if (final && options_.retain_all && judge_in_batches(windows, deadline)) return;
 
   // The timeline needs everything up to the first GPU record after the last window (it ends that
   // window's last gap); later events only cost time. Live, a partition puts that slice first (the
@@ -242,24 +244,9 @@ void StepPipeline::judge(int64_t limit_ns, bool final, std::chrono::steady_clock
   // NCCL kernels learn their operation's size from NCCL's ranges before the analysis.
   attach_nccl_ranges(slice, &names_);
   const Timeline timeline(slice, names_, options_.analysis);
-  if (!before_described_) {
-    // Everything before the first step is still retained (nothing was judged yet).
-    before_described_ = true;
-    before_first_ = describe_outside(timeline, std::min(sources_.data_extent().start, windows.front().start_ns),
-                                     windows.front().start_ns, first_call_ns_, options_.rank);
-  }
-  for (size_t i = 0; i < windows.size(); ++i) {
-    if (std::chrono::steady_clock::now() >= deadline) {
-      summary_.add_skipped(windows.size() - i);
-      break;
-    }
-    if (final && i + 1 == windows.size() && is_closing_empty_step(windows[i], timeline)) {
-      ++dropped_windows_;
-      continue;
-    }
-    note_window_time(windows[i], timeline);
-    judge_window(windows[i], timeline, slice);
-  }
+  if (final) ++segmentation_.timelines;
+  describe_before_first(timeline, windows.front());
+  judge_windows(windows, 0, windows.size(), final, timeline, slice, deadline);
   if (final) describe_after_last(&timeline);
   if (final && options_.hta_overlap) {
     summary_.set_comm_comp_overlap_pct(hta_comm_comp_overlap_pct(timeline, segmentation_));
@@ -274,6 +261,63 @@ void StepPipeline::judge(int64_t limit_ns, bool final, std::chrono::steady_clock
     keep_from = std::min(keep_from, inferrer_->resume_host_ns());
   }
   std::erase_if(retained_, [&](const Event& e) { return e.end_ns < keep_from; });
+}
+
+// Offline, a trace larger than one batch: every window judged as above, a batch of windows at a
+// time over a Timeline of the events they read (step_batches.h). False when it does not apply (one
+// batch holds everything, or the events or windows are not in start order): judged at once.
+bool StepPipeline::judge_in_batches(const std::vector<StepWindow>& windows,
+                                    std::chrono::steady_clock::time_point deadline) {
+  const auto by_start = [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; };
+  if (retained_.size() <= options_.batch_events || retained_.size() > UINT32_MAX ||
+      !std::is_sorted(windows.begin(), windows.end(), by_start) ||
+      !std::is_sorted(retained_.begin(), retained_.end(), by_start)) {
+    return false;
+  }
+  // Sizes joined into the retained events themselves, once: the batches copy them.
+  attach_nccl_ranges(std::span<Event>(retained_), &names_);
+  StepBatches batches(retained_, windows, options_.analysis.sync_slack_ns, options_.batch_events);
+  std::vector<Event> slice;
+  StepBatches::Batch batch;
+  while (batches.next(batch, slice)) {
+    const Timeline timeline(slice, names_, options_.analysis);
+    ++segmentation_.timelines;
+    if (batch.first_window == 0) describe_before_first(timeline, windows.front());
+    if (!judge_windows(windows, batch.first_window, batch.end_window, true, timeline, slice, deadline)) break;
+    if (batch.end_window == windows.size()) describe_after_last(&timeline);
+  }
+  if (options_.hta_overlap) {
+    summary_.set_comm_comp_overlap_pct(hta_comm_comp_overlap_pct(retained_, batches.calls(), segmentation_));
+  }
+  return true;
+}
+
+void StepPipeline::describe_before_first(const Timeline& timeline, const StepWindow& first) {
+  if (before_described_) return;
+  // Everything before the first step is still retained (nothing was judged yet).
+  before_described_ = true;
+  before_first_ = describe_outside(timeline, std::min(sources_.data_extent().start, first.start_ns), first.start_ns,
+                                   first_call_ns_, options_.rank);
+}
+
+// Windows [from, to) of `windows` over one Timeline; false when the deadline passed (the rest of
+// `windows` counted as skipped).
+bool StepPipeline::judge_windows(const std::vector<StepWindow>& windows, size_t from, size_t to, bool final,
+                                 const Timeline& timeline, std::span<const Event> slice,
+                                 std::chrono::steady_clock::time_point deadline) {
+  for (size_t i = from; i < to; ++i) {
+    if (std::chrono::steady_clock::now() >= deadline) {
+      summary_.add_skipped(windows.size() - i);
+      return false;
+    }
+    if (final && i + 1 == windows.size() && is_closing_empty_step(windows[i], timeline)) {
+      ++dropped_windows_;
+      continue;
+    }
+    note_window_time(windows[i], timeline);
+    judge_window(windows[i], timeline, slice);
+  }
+  return true;
 }
 
 void StepPipeline::judge_window(StepWindow w, const Timeline& timeline, std::span<const Event> slice) {

@@ -71,7 +71,7 @@ Timeline::Timeline(std::span<const Event> events, const NameTable& names, const 
         gpu_by_start_.push_back(i);
         break;
       case EventKind::kMemcpy:
-        if (e.correlation != 0) copy_by_correlation_.push_back(i);
+        copy_by_correlation_.add(events, i);
         [[fallthrough]];
       case EventKind::kMemset:
         copy.push_back({e.start_ns, e.end_ns});
@@ -79,7 +79,7 @@ Timeline::Timeline(std::span<const Event> events, const NameTable& names, const 
         break;
       case EventKind::kApiCall:
         api_by_start_.push_back(i);
-        if (e.correlation != 0) api_by_correlation_.push_back(i);
+        api_by_correlation_.add(events, i);
         host_activity_->add(e.thread, e.start_ns, e.end_ns, e.name);
         break;
       case EventKind::kRange: {
@@ -125,16 +125,8 @@ Timeline::Timeline(std::span<const Event> events, const NameTable& names, const 
         break;
     }
   }
-  // Older nsys exports write two runtime rows per call with one correlation id: ordered by
-  // (correlation, start), the first entry of a correlation is the outer call that stands for it.
-  auto by_correlation = [&](uint32_t a, uint32_t b) {
-    const Event& x = events[a];
-    const Event& y = events[b];
-    return x.correlation != y.correlation ? x.correlation < y.correlation : x.start_ns < y.start_ns;
-  };
-  for (CorrelationIndex* index : {&api_by_correlation_, &copy_by_correlation_}) {
-    if (!std::is_sorted(index->begin(), index->end(), by_correlation)) std::sort(index->begin(), index->end(), by_correlation);
-  }
+  api_by_correlation_.build(events);
+  copy_by_correlation_.build(events);
   compute_ = IntervalSet::from_unsorted(std::move(compute));
   comm_ = IntervalSet::from_unsorted(std::move(comm));
   copy_ = IntervalSet::from_unsorted(std::move(copy));
@@ -229,18 +221,11 @@ Timeline::Timeline(std::span<const Event> events, const NameTable& names, const 
   for (uint32_t i : gpu_by_start_) max_gpu_duration_ns_ = std::max(max_gpu_duration_ns_, events[i].duration_ns());
 }
 
-const Event* Timeline::find_correlated(const CorrelationIndex& index, std::span<const Event> events, uint64_t corr) {
-  if (corr == 0) return nullptr;
-  auto it = std::lower_bound(index.begin(), index.end(), corr,
-                             [&](uint32_t i, uint64_t c) { return events[i].correlation < c; });
-  return it != index.end() && events[*it].correlation == corr ? &events[*it] : nullptr;
-}
-
 bool Timeline::is_blocking_call(const Event& api) const {
   if (api.kind != EventKind::kApiCall) return false;
   const ApiClass cls = api.api_class();
   if (cls != ApiClass::kMemcpyAsync) return is_blocking(cls);
-  const Event* copy = find_correlated(copy_by_correlation_, events_, api.correlation);
+  const Event* copy = copy_by_correlation_.find(events_, api.correlation);
   return copy != nullptr && is_blocking(cls, host_side_memory(*copy));
 }
 
@@ -271,7 +256,7 @@ const Event* Timeline::next_gpu_record(int64_t t) const {
 
 const Event* Timeline::launcher_of(const Event& gpu_record) const {
   // CUPTI ids differ per runtime/driver call: a memset carries only its driver call's (an API event too).
-  return find_correlated(api_by_correlation_, events_, gpu_record.correlation);
+  return api_by_correlation_.find(events_, gpu_record.correlation);
 }
 
 const Event* Timeline::blocking_call_spanning(int64_t a, int64_t slack_ns) const {
@@ -287,14 +272,14 @@ bool Timeline::counts_as_sync(uint32_t index) const {
   if (!api_blocks_[index]) return false;
   const Event& e = events_[index];
   // A CUPTI sync record whose API call is also in the data is the same wait: count it once.
-  if (e.kind == EventKind::kSync && find_correlated(api_by_correlation_, events_, e.correlation) != nullptr) {
+  if (e.kind == EventKind::kSync && api_by_correlation_.find(events_, e.correlation) != nullptr) {
     return false;
   }
   return true;
 }
 
 const Event* Timeline::copy_of(const Event& api) const {
-  return find_correlated(copy_by_correlation_, events_, api.correlation);
+  return copy_by_correlation_.find(events_, api.correlation);
 }
 
 std::vector<uint32_t> Timeline::blocking_overlapping(int64_t s, int64_t e) const {

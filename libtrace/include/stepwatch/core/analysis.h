@@ -32,11 +32,19 @@ struct RankResult {
 // record of every gap (a launch-bound step has thousands; the detectors have read them already).
 enum class StepDetail : uint8_t { kFull, kWithoutGaps };
 
+// The final pass judges the steps a batch at a time (step_batches.h), each batch over a Timeline of
+// its own events: about a sixteenth of the trace, from 64Ki to 1Mi events (a Timeline of a
+// million events holds about 80 MiB, and the batch's events are copied for it). Traces of up to
+// 64Ki events are judged at once. `batch_events` given: that many a batch.
+inline constexpr size_t kOfflineBatchEvents = 0;  // 0: sized from the trace as above
+size_t offline_batch_events(size_t trace_events);
+
 // Runs `detectors` over the trace. `trace.events` is sorted in place by start time (stable: equal
 // starts keep their order); NCCL kernels gain the sizes their NCCL ranges carry (nccl_join.h).
 // Records the importer left out (`trace.skipped`) are reported as data loss.
 RankResult analyze_rank(Trace& trace, int rank, const AnalysisConfig& config,
-                        std::vector<std::unique_ptr<Detector>> detectors, StepDetail detail = StepDetail::kFull);
+                        std::vector<std::unique_ptr<Detector>> detectors, StepDetail detail = StepDetail::kFull,
+                        size_t batch_events = kOfflineBatchEvents);
 
 // Sorts by start time, keeping the order of equal starts, with less memory than std::stable_sort
 // (whose buffer is half the events): 16 bytes per event for the keys, then the events moved into

@@ -59,6 +59,9 @@ struct PipelineOptions {
   bool hta_overlap = false;   // compute HTA's comm/comp overlap at the end (offline: whole trace)
   bool keep_windows = false;  // keep every judged window in segmentation().steps (offline reports)
   bool retain_all = false;    // evict nothing, even after the last pass (offline: release_events)
+  // Offline (retain_all), the final pass judges the steps in batches of about this many events,
+  // each over a Timeline of the events its steps read (step_batches.h), not one over everything.
+  size_t batch_events = std::numeric_limits<size_t>::max();
 };
 
 class StepPipeline {
@@ -101,6 +104,11 @@ class StepPipeline {
   std::vector<StepWindow> inferred_windows(int64_t limit_ns, bool final);
   void judge(int64_t limit_ns, bool final,
              std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
+  bool judge_in_batches(const std::vector<StepWindow>& windows, std::chrono::steady_clock::time_point deadline);
+  bool judge_windows(const std::vector<StepWindow>& windows, size_t from, size_t to, bool final,
+                     const Timeline& timeline, std::span<const Event> slice,
+                     std::chrono::steady_clock::time_point deadline);
+  void describe_before_first(const Timeline& timeline, const StepWindow& first);
   void judge_window(StepWindow w, const Timeline& timeline, std::span<const Event> slice);
   bool is_closing_empty_step(const StepWindow& w, const Timeline& timeline) const;
   StepStatus first_step_status(const StepWindow& w, const Timeline& timeline, StepStatus status);

@@ -43,6 +43,9 @@ struct Segmentation {
   // period, the GPU records per step. analyze_rank copies both into each StepView.
   std::string_view inferred_from;
   int32_t inferred_period = 0;
+  // Offline: the Timelines the final pass built, one per batch of steps (step_batches.h); 1 when
+  // the trace was judged at once.
+  int timelines = 0;
 };
 
 // Parses the trailing number of a step name ("ProfilerStep#12" -> 12, "step_7" -> 7); -1 if none.

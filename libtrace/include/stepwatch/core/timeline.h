@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "stepwatch/core/config.h"
+#include "stepwatch/core/correlation_index.h"
 #include "stepwatch/core/event.h"
 #include "stepwatch/core/gpu_samples.h"
 #include "stepwatch/core/interval.h"
@@ -112,12 +113,6 @@ class Timeline {
   std::unordered_map<uint32_t, IntervalSet> launch_by_thread_;
   std::unordered_map<uint32_t, IntervalSet> os_waits_by_thread_;
   std::unordered_map<uint32_t, IntervalSet> all_to_all_ranges_;  // by host thread
-  // (correlation, event index) sorted by correlation: a flat index is several times cheaper to
-  // build than a hash map, and the live path builds one per judged batch of steps.
-  // Event indices sorted by (correlation, start): 4 bytes an entry, the correlation read from the
-  // event itself (offline this index is as long as the trace's API calls).
-  using CorrelationIndex = std::vector<uint32_t>;
-  static const Event* find_correlated(const CorrelationIndex& index, std::span<const Event> events, uint64_t corr);
   CorrelationIndex api_by_correlation_;   // API calls; a correlation's first entry is its outer call
   CorrelationIndex copy_by_correlation_;  // memcpy records
   std::vector<uint32_t> gpu_by_start_;
@@ -141,5 +136,9 @@ StepView analyze_step(const StepWindow& window, const Timeline& timeline, int ra
 // Holistic Trace Analysis's comm/comp overlap over the whole trace (corpus README definition):
 // kernels launched before the last step begins; |C ∩ N| / |N| in percent. NaN when no comm.
 double hta_comm_comp_overlap_pct(const Timeline& timeline, const Segmentation& segmentation);
+// The same over events not indexed by a Timeline (offline, judged in batches): `calls` indexes
+// their API calls.
+double hta_comm_comp_overlap_pct(std::span<const Event> events, const CorrelationIndex& calls,
+                                 const Segmentation& segmentation);
 
 }  // namespace stepwatch

@@ -1,0 +1,64 @@
+// Real traces judged in batches (step_batches.h) give what one Timeline over the whole trace gives:
+// every step record with its gaps, every finding and the summary, at a batch of one window and at
+// a few windows a batch. (The corpus traces are below the offline batch size: this is the only
+// place their batched verdicts are seen.)
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "corpus_support.h"
+#include "stepwatch/core/analysis.h"
+#include "stepwatch/detectors/registry.h"
+#include "stepwatch/import/kineto_importer.h"
+#include "stepwatch/report/jsonl.h"
+
+namespace stepwatch {
+namespace {
+
+struct Lines {
+  std::vector<std::string> steps, findings;
+  std::string summary;
+  int timelines = 0;
+};
+
+Lines analyze_in_batches(const Trace& input, size_t batch_events) {
+  Trace trace = input;
+  const AnalysisConfig config;
+  const RankResult r =
+      analyze_rank(trace, std::max(trace.rank, 0), config, make_detectors(config), StepDetail::kFull, batch_events);
+  Lines out;
+  for (const StepView& v : r.steps) out.steps.push_back(jsonl_step(v));
+  for (const Finding& f : r.findings) out.findings.push_back(jsonl_finding(f));
+  out.summary = jsonl_summary(r.summary);
+  out.timelines = r.segmentation.timelines;
+  return out;
+}
+
+TEST(CorpusBatches, EveryTraceJudgedInBatchesAsAtOnce) {
+  STEPWATCH_REQUIRE_CORPUS();
+  for (const auto& file : testing::kineto_files()) {
+    SCOPED_TRACE(file.filename().string());
+    const Trace trace = import_kineto_file(file.string());
+    const size_t n = trace.events.size();
+    const Lines whole = analyze_in_batches(trace, n);
+    EXPECT_EQ(whole.timelines, 1);
+    for (size_t batch : {size_t{1}, n / 5}) {
+      const Lines batched = analyze_in_batches(trace, batch);
+      if (whole.steps.size() > 1) {
+        EXPECT_GT(batched.timelines, 1) << "batch " << batch;
+      }
+      ASSERT_EQ(whole.steps.size(), batched.steps.size()) << "batch " << batch;
+      for (size_t i = 0; i < whole.steps.size(); ++i) {
+        EXPECT_EQ(whole.steps[i], batched.steps[i]) << "batch " << batch << " step " << i;
+      }
+      ASSERT_EQ(whole.findings.size(), batched.findings.size()) << "batch " << batch;
+      for (size_t i = 0; i < whole.findings.size(); ++i) EXPECT_EQ(whole.findings[i], batched.findings[i]) << "batch " << batch;
+      EXPECT_EQ(whole.summary, batched.summary) << "batch " << batch;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace stepwatch
