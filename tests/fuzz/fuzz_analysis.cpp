@@ -4,8 +4,8 @@
 // units over a ~16 s span, any order), duration, correlation (few values, so GPU records and
 // launches join), thread, stream, name (from a small list that includes step ranges, NCCL kernels,
 // data phases, blocking calls), ApiClass/CopyKind/SyncKind, memory kinds, collective, flags, step.
-// analyze_rank with every detector must never crash, and every step must keep the breakdown
-// invariant: compute + exposed comm + copy-only + idle == duration.
+// analyze_rank with every detector, judging at once and a step a batch, must never crash, and every
+// step must keep the breakdown invariant: compute + exposed comm + copy-only + idle == duration.
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -74,21 +74,26 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     trace.events.push_back(e);
   }
 
+  // Judged at once, and a window a batch (step_batches.h: the slices, the partner lookups, the
+  // open-event carry on unsorted, overlapping, far-reaching input). The soup repeats correlation
+  // ids, so the two need not agree on which call launched what; each must hold the invariants.
   AnalysisConfig config;
-  auto detectors = make_detectors(config);
-  const RankResult result = analyze_rank(trace, 0, config, std::move(detectors));
-  for (const StepView& v : result.steps) {
-    const int64_t sum = v.compute_ns + v.exposed_comm_ns + v.copy_only_ns + v.idle.total();
-    if (sum != v.duration_ns()) {
-      std::fprintf(stderr, "breakdown invariant broken: step %lld [%lld, %lld]: compute %lld + exposed %lld + "
-                   "copy_only %lld + idle %lld = %lld != %lld\n",
-                   (long long)v.step, (long long)v.start_ns, (long long)v.end_ns, (long long)v.compute_ns,
-                   (long long)v.exposed_comm_ns, (long long)v.copy_only_ns, (long long)v.idle.total(),
-                   (long long)sum, (long long)v.duration_ns());
-      std::abort();
-    }
-    for (int64_t part : v.idle.ns) {
-      if (part < 0) std::abort();
+  for (size_t batch_events : {trace.events.size() + 1, size_t{1}}) {
+    Trace input = trace;
+    const RankResult result = analyze_rank(input, 0, config, make_detectors(config), StepDetail::kFull, batch_events);
+    for (const StepView& v : result.steps) {
+      const int64_t sum = v.compute_ns + v.exposed_comm_ns + v.copy_only_ns + v.idle.total();
+      if (sum != v.duration_ns()) {
+        std::fprintf(stderr, "breakdown invariant broken (batch %zu): step %lld [%lld, %lld]: compute %lld + exposed %lld + "
+                     "copy_only %lld + idle %lld = %lld != %lld\n",
+                     batch_events, (long long)v.step, (long long)v.start_ns, (long long)v.end_ns, (long long)v.compute_ns,
+                     (long long)v.exposed_comm_ns, (long long)v.copy_only_ns, (long long)v.idle.total(),
+                     (long long)sum, (long long)v.duration_ns());
+        std::abort();
+      }
+      for (int64_t part : v.idle.ns) {
+        if (part < 0) std::abort();
+      }
     }
   }
   return 0;

@@ -5,25 +5,35 @@
 namespace stepwatch {
 
 void HostActivityIndex::add(uint32_t thread, int64_t start_ns, int64_t end_ns, NameId name) {
-  if (end_ns > start_ns) pending_[thread].push_back({start_ns, end_ns, name});
+  if (end_ns > start_ns) pending_.push_back({start_ns, end_ns, name, thread});
 }
 
 void HostActivityIndex::build() {
-  for (auto& [thread, list] : pending_) segments_.emplace(thread, flatten(std::move(list)));
-  pending_.clear();
+  // By thread, then start; outer ranges first at equal starts; ranges of equal extent by name, so
+  // the innermost of two is the same whatever order they came in (a batch's slice, the whole trace).
+  const auto order = [](const Segment& a, const Segment& b) {
+    if (a.thread != b.thread) return a.thread < b.thread;
+    if (a.start_ns != b.start_ns) return a.start_ns < b.start_ns;
+    return a.end_ns != b.end_ns ? a.end_ns > b.end_ns : a.name < b.name;
+  };
+  if (!std::is_sorted(pending_.begin(), pending_.end(), order)) std::sort(pending_.begin(), pending_.end(), order);
+  for (size_t i = 0; i < pending_.size();) {
+    size_t j = i;
+    while (j < pending_.size() && pending_[j].thread == pending_[i].thread) ++j;
+    segments_.emplace(pending_[i].thread, flatten(std::span<const Segment>(pending_).subspan(i, j - i)));
+    i = j;
+  }
+  std::vector<Segment>().swap(pending_);
 }
 
-// Outer ranges first at equal starts; a stack of the open ranges gives the innermost one between
-// consecutive boundaries.
-std::vector<HostActivityIndex::Segment> HostActivityIndex::flatten(std::vector<Segment> ranges) {
-  std::sort(ranges.begin(), ranges.end(), [](const Segment& a, const Segment& b) {
-    return a.start_ns != b.start_ns ? a.start_ns < b.start_ns : a.end_ns > b.end_ns;
-  });
+// A stack of the open ranges gives the innermost one between consecutive boundaries.
+std::vector<HostActivityIndex::Segment> HostActivityIndex::flatten(std::span<const Segment> ranges) {
   std::vector<Segment> out;
+  out.reserve(ranges.size() + ranges.size() / 4);  // a range split by its children adds segments
   std::vector<Segment> open;
   int64_t cursor = INT64_MIN;
   auto emit = [&](int64_t until) {
-    if (!open.empty() && until > cursor) out.push_back({cursor, until, open.back().name});
+    if (!open.empty() && until > cursor) out.push_back({cursor, until, open.back().name, 0});
     cursor = std::max(cursor, until);
   };
   for (Segment r : ranges) {

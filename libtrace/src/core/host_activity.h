@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <unordered_map>
 #include <vector>
 
@@ -21,7 +22,8 @@ namespace stepwatch {
 
 class HostActivityIndex {
  public:
-  // Collect, then build once.
+  // Collect, then build once. `reserve`: about how many will be added (all threads together).
+  void reserve(size_t n) { pending_.reserve(n); }
   void add(uint32_t thread, int64_t start_ns, int64_t end_ns, NameId name);
   void build();
 
@@ -34,10 +36,14 @@ class HostActivityIndex {
     int64_t start_ns = 0;
     int64_t end_ns = 0;
     NameId name = kNoName;
+    uint32_t thread = 0;  // pending ranges only (24 bytes either way)
   };
-  static std::vector<Segment> flatten(std::vector<Segment> ranges);
+  // `ranges`: one thread's, sorted by start, outer first at equal starts.
+  static std::vector<Segment> flatten(std::span<const Segment> ranges);
 
-  std::unordered_map<uint32_t, std::vector<Segment>> pending_;   // by thread, as added
+  // Every thread's ranges in one vector (sized once), sorted by thread at build: per-thread
+  // vectors grown by doubling cost more in copies and page faults than the index itself.
+  std::vector<Segment> pending_;
   std::unordered_map<uint32_t, std::vector<Segment>> segments_;  // by thread, sorted, disjoint
 };
 

@@ -36,14 +36,18 @@ Timeline::Timeline(std::span<const Event> events, const NameTable& names, const 
   {
     // Exact sizes first: an index grown by doubling holds up to twice its entries, and offline
     // the Timeline is the largest structure after the events themselves.
-    size_t n_compute = 0, n_comm = 0, n_copy = 0, n_api = 0, n_alloc = 0;
+    size_t n_compute = 0, n_comm = 0, n_copy = 0, n_api = 0, n_alloc = 0, n_range = 0, n_frame = 0;
     for (const Event& e : events) {
       n_compute += e.is_compute_kernel();
       n_comm += e.is_comm_kernel();
       n_copy += e.kind == EventKind::kMemcpy || e.kind == EventKind::kMemset;
       n_api += e.kind == EventKind::kApiCall;
       n_alloc += e.kind == EventKind::kAllocation;
+      n_range += e.kind == EventKind::kRange;
+      n_frame += e.kind == EventKind::kPythonFrame;
     }
+    host_activity_->reserve(n_api + n_range);  // an upper bound: some ranges are not activity
+    python_activity_->reserve(n_frame);
     compute.reserve(n_compute);
     comm.reserve(n_comm);
     copy.reserve(n_copy);

@@ -33,9 +33,10 @@ struct RankResult {
 enum class StepDetail : uint8_t { kFull, kWithoutGaps };
 
 // The final pass judges the steps a batch at a time (step_batches.h), each batch over a Timeline of
-// its own events: about a sixteenth of the trace, from 64Ki to 1Mi events (a Timeline of a
-// million events holds about 80 MiB, and the batch's events are copied for it). Traces of up to
-// 64Ki events are judged at once. `batch_events` given: that many a batch.
+// its own events: above a million events, about a sixteenth of the trace, at most 1Mi events (a
+// Timeline of a million events holds about 80 MiB, and the batch's events are copied for it).
+// Traces of up to a million events are judged at once: faster, and their index is small.
+// `batch_events` given: that many a batch.
 inline constexpr size_t kOfflineBatchEvents = 0;  // 0: sized from the trace as above
 size_t offline_batch_events(size_t trace_events);
 
