@@ -73,7 +73,9 @@ bool StepBatches::next(Batch& batch, std::vector<Event>& slice) {
   }
   if (gpu_end_before_ != std::numeric_limits<int64_t>::min()) lo = std::min(lo, gpu_end_before_);
   if (first == 0) lo = std::numeric_limits<int64_t>::min();  // the time before the first step is described too
-  lo = lo == std::numeric_limits<int64_t>::min() ? lo : lo - slack_ns_ - 1;
+  // Saturating: a record at INT64_MIN (nsys exports have held such) must not overflow.
+  const int64_t reach = std::max<int64_t>(slack_ns_, 0) + 1;
+  lo = lo < std::numeric_limits<int64_t>::min() + reach ? std::numeric_limits<int64_t>::min() : lo - reach;
 
   // hi: the first GPU record at or after the batch's end (it ends the last window's last gap).
   int64_t hi = std::numeric_limits<int64_t>::max();
