@@ -9,32 +9,14 @@
 #include <vector>
 
 #include "corpus_support.h"
-#include "stepwatch/core/analysis.h"
-#include "stepwatch/detectors/registry.h"
+#include "batch_lines.h"
 #include "stepwatch/import/kineto_importer.h"
-#include "stepwatch/report/jsonl.h"
 
 namespace stepwatch {
 namespace {
 
-struct Lines {
-  std::vector<std::string> steps, findings;
-  std::string summary;
-  int timelines = 0;
-};
-
-Lines analyze_in_batches(const Trace& input, size_t batch_events) {
-  Trace trace = input;
-  const AnalysisConfig config;
-  const RankResult r =
-      analyze_rank(trace, std::max(trace.rank, 0), config, make_detectors(config), StepDetail::kFull, batch_events);
-  Lines out;
-  for (const StepView& v : r.steps) out.steps.push_back(jsonl_step(v));
-  for (const Finding& f : r.findings) out.findings.push_back(jsonl_finding(f));
-  out.summary = jsonl_summary(r.summary);
-  out.timelines = r.segmentation.timelines;
-  return out;
-}
+using testing::analyze_in_batches;
+using Lines = testing::BatchLines;
 
 TEST(CorpusBatches, EveryTraceJudgedInBatchesAsAtOnce) {
   STEPWATCH_REQUIRE_CORPUS();

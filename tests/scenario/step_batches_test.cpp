@@ -7,33 +7,14 @@
 #include <string>
 #include <vector>
 
-#include "stepwatch/core/analysis.h"
-#include "stepwatch/detectors/registry.h"
-#include "stepwatch/report/jsonl.h"
+#include "batch_lines.h"
 #include "synthetic/workload.h"
 
 namespace stepwatch {
 namespace {
 
-struct Lines {
-  std::vector<std::string> steps, findings;
-  std::string summary;
-  int timelines = 0;
-  size_t windows = 0;
-};
-
-Lines analyze_in_batches(const Trace& input, size_t batch_events) {
-  Trace trace = input;
-  const AnalysisConfig config;
-  const RankResult r = analyze_rank(trace, 0, config, make_detectors(config), StepDetail::kFull, batch_events);
-  Lines out;
-  for (const StepView& v : r.steps) out.steps.push_back(jsonl_step(v));
-  for (const Finding& f : r.findings) out.findings.push_back(jsonl_finding(f));
-  out.summary = jsonl_summary(r.summary);
-  out.timelines = r.segmentation.timelines;
-  out.windows = r.segmentation.steps.size();
-  return out;
-}
+using testing::analyze_in_batches;
+using Lines = testing::BatchLines;
 
 void expect_same(const Lines& whole, const Lines& batched, const std::string& what) {
   EXPECT_EQ(whole.windows, batched.windows) << what;

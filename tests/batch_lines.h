@@ -1,0 +1,37 @@
+// The offline analysis of a trace as its report lines (every step record with its gaps, every
+// finding, the summary) at a given batch size (step_batches.h), for the batch-parity tests of the
+// scenario and corpus suites.
+#pragma once
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "stepwatch/core/analysis.h"
+#include "stepwatch/detectors/registry.h"
+#include "stepwatch/report/jsonl.h"
+
+namespace stepwatch::testing {
+
+struct BatchLines {
+  std::vector<std::string> steps, findings;
+  std::string summary;
+  size_t windows = 0;
+  int timelines = 0;  // how many Timelines the final pass built
+};
+
+inline BatchLines analyze_in_batches(const Trace& input, size_t batch_events) {
+  Trace trace = input;
+  const AnalysisConfig config;
+  const RankResult r =
+      analyze_rank(trace, std::max(trace.rank, 0), config, make_detectors(config), StepDetail::kFull, batch_events);
+  BatchLines out;
+  for (const StepView& v : r.steps) out.steps.push_back(jsonl_step(v));
+  for (const Finding& f : r.findings) out.findings.push_back(jsonl_finding(f));
+  out.summary = jsonl_summary(r.summary);
+  out.windows = r.segmentation.steps.size();
+  out.timelines = r.segmentation.timelines;
+  return out;
+}
+
+}  // namespace stepwatch::testing
