@@ -355,7 +355,7 @@ TEST(FaithfulProfiler, WithoutTeardownOneLineNamesTheHolderAndLaterStepsAreNotJu
   EXPECT_NE(r.out.find("TEARDOWN_CUPTI unset"), std::string::npos) << r.out;
   std::string which;
   EXPECT_EQ(unexplained_findings(r, &which), 0u) << which << "\n" << r.log;
-  EXPECT_EQ(count_detector(r, "data_loss"), 0u) << "pause drains in-flight records before its forced flush";
+  EXPECT_EQ(count_detector(r, "data_loss"), 0u) << "pause drains in-flight records before its forced flush\n" << r.log;
   for (const auto& f : r.findings) {
     if (f.value("type", "") != "finding" || f.value("severity", "") == "info") continue;
     EXPECT_LT(f.value("step", -1), 10) << "a step without GPU tracing was judged: " << f.dump();

@@ -350,6 +350,12 @@ void LiveSession::analysis_loop() {
 }
 
 void LiveSession::analysis_cycle(bool final_pass, bool exact_watermark) {
+  // The watermark is read before the queues are drained: the adapter publishes it only after the
+  // records below it were submitted, so this drain holds them all. Read after the drain, a flush
+  // landing in between let steps be judged without the records it had just delivered (late_record).
+  // Without GPU tracing only host events arrive, submitted when they end: everything up to now
+  // is complete. With CUPTI, the adapter's flushes move the watermark.
+  const int64_t watermark = gpu_traced_.load() ? watermark_ns_.load() : now_ns();
   std::vector<Event> batch;
   queues_.drain(batch);
   if (call_sites_) call_sites_->name_native_sites(batch);
@@ -368,9 +374,6 @@ void LiveSession::analysis_cycle(bool final_pass, bool exact_watermark) {
   follow_tracer_after_resume();
   pipeline_->set_gpu_traced(gpu_traced_.load());
   pipeline_->ingest(batch);
-  // Without GPU tracing only host events arrive, submitted when they end: everything up to now
-  // is complete. With CUPTI, the adapter's flushes move the watermark.
-  const int64_t watermark = gpu_traced_.load() ? watermark_ns_.load() : now_ns();
   if (final_pass) {
     std::chrono::steady_clock::time_point deadline;
     {
