@@ -1,6 +1,6 @@
 // The offline analysis of a trace as its report lines (every step record with its gaps, every
-// finding, the summary) at a given batch size (step_batches.h), for the batch-parity tests of the
-// scenario and corpus suites.
+// finding, the summary) at a given batch size (step_batches.h) and number of threads, for the
+// batch- and thread-parity tests of the scenario and corpus suites.
 #pragma once
 
 #include <algorithm>
@@ -20,11 +20,11 @@ struct BatchLines {
   int timelines = 0;  // how many Timelines the final pass built
 };
 
-inline BatchLines analyze_in_batches(const Trace& input, size_t batch_events) {
+inline BatchLines analyze_in_batches(const Trace& input, size_t batch_events, unsigned threads = 1) {
   Trace trace = input;
   const AnalysisConfig config;
   const RankResult r =
-      analyze_rank(trace, std::max(trace.rank, 0), config, make_detectors(config), StepDetail::kFull, batch_events);
+      analyze_rank(trace, std::max(trace.rank, 0), config, make_detectors(config), StepDetail::kFull, batch_events, threads);
   BatchLines out;
   for (const StepView& v : r.steps) out.steps.push_back(jsonl_step(v));
   for (const Finding& f : r.findings) out.findings.push_back(jsonl_finding(f));

@@ -86,13 +86,14 @@ struct RankOutcome {
 };
 
 RankOutcome analyze_file(const std::string& path, size_t index, const AnalysisConfig& config,
-                         const ImportLimits& limits, bool merge) {
+                         const ImportLimits& limits, bool merge, unsigned analysis_threads) {
   RankOutcome out;
   try {
     Trace trace = import_trace_file(path, limits);
     const int rank = trace.rank >= 0 ? trace.rank : static_cast<int>(index);
     auto detectors = make_detectors(config);
-    out.result = analyze_rank(trace, rank, config, std::move(detectors), StepDetail::kWithoutGaps);
+    out.result = analyze_rank(trace, rank, config, std::move(detectors), StepDetail::kWithoutGaps, kOfflineBatchEvents,
+                              analysis_threads);
     if (merge) out.collectives = collect_collectives(trace, *out.result);
     out.skipped = std::move(trace.skipped);
   } catch (const std::exception& e) {
@@ -107,12 +108,19 @@ RankOutcome analyze_file(const std::string& path, size_t index, const AnalysisCo
 std::vector<RankOutcome> analyze_files(const std::vector<std::string>& files, const AnalysisConfig& config,
                                        const ImportLimits& limits, bool merge) {
   constexpr size_t kMaxWorkers = 8;
+  constexpr size_t kMaxAnalysisThreads = 4;  // past that, a rank's parts are too small to share
+  const size_t cores = std::max(1u, std::thread::hardware_concurrency());
+  const size_t workers = std::min({files.size(), kMaxWorkers, cores});
+  // The cores the workers leave free go to each rank's analysis (one file: all of them).
+  const auto analysis_threads =
+      static_cast<unsigned>(std::clamp<size_t>(cores / std::max<size_t>(1, workers), 1, kMaxAnalysisThreads));
   std::vector<RankOutcome> outcomes(files.size());
   std::atomic<size_t> next{0};
   auto work = [&] {
-    for (size_t i = next++; i < files.size(); i = next++) outcomes[i] = analyze_file(files[i], i, config, limits, merge);
+    for (size_t i = next++; i < files.size(); i = next++) {
+      outcomes[i] = analyze_file(files[i], i, config, limits, merge, analysis_threads);
+    }
   };
-  const size_t workers = std::min({files.size(), kMaxWorkers, size_t{std::max(1u, std::thread::hardware_concurrency())}});
   std::vector<std::thread> threads;
   for (size_t w = 1; w < workers; ++w) threads.emplace_back(work);
   work();

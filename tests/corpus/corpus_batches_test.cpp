@@ -1,7 +1,7 @@
 // Real traces judged in batches (step_batches.h) give what one Timeline over the whole trace gives:
 // every step record with its gaps, every finding and the summary, at a batch of one window and at
-// a few windows a batch. (The corpus traces are below the offline batch size: this is the only
-// place their batched verdicts are seen.)
+// a few windows a batch, and on two threads as on one. (The corpus traces are below the offline
+// batch size: this is the only place their batched verdicts are seen.)
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -38,6 +38,25 @@ TEST(CorpusBatches, EveryTraceJudgedInBatchesAsAtOnce) {
       ASSERT_EQ(whole.findings.size(), batched.findings.size()) << "batch " << batch;
       for (size_t i = 0; i < whole.findings.size(); ++i) EXPECT_EQ(whole.findings[i], batched.findings[i]) << "batch " << batch;
       EXPECT_EQ(whole.summary, batched.summary) << "batch " << batch;
+    }
+  }
+}
+
+// Two threads (the sort, the Timeline's indexes and the step views shared) give what one gives.
+TEST(CorpusBatches, EveryTraceJudgedOnTwoThreadsAsOnOne) {
+  STEPWATCH_REQUIRE_CORPUS();
+  for (const auto& file : testing::kineto_files()) {
+    SCOPED_TRACE(file.filename().string());
+    const Trace trace = import_kineto_file(file.string());
+    const size_t n = trace.events.size();
+    for (size_t batch : {n, n / 5}) {
+      const Lines one = analyze_in_batches(trace, batch, 1);
+      const Lines two = analyze_in_batches(trace, batch, 2);
+      ASSERT_EQ(one.steps.size(), two.steps.size()) << "batch " << batch;
+      for (size_t i = 0; i < one.steps.size(); ++i) EXPECT_EQ(one.steps[i], two.steps[i]) << "batch " << batch << " step " << i;
+      ASSERT_EQ(one.findings.size(), two.findings.size()) << "batch " << batch;
+      for (size_t i = 0; i < one.findings.size(); ++i) EXPECT_EQ(one.findings[i], two.findings[i]) << "batch " << batch;
+      EXPECT_EQ(one.summary, two.summary) << "batch " << batch;
     }
   }
 }

@@ -1,7 +1,8 @@
 // The offline final pass judged in batches (step_batches.h) gives what one Timeline over the whole
 // trace gives: every step record (gaps included), every finding and the summary (HTA's overlap
 // too), for every generator scenario, with marks and inferred, at batch sizes from one window per
-// batch up. The corpus traces get the same check in tests/corpus/corpus_batches_test.cpp.
+// batch up, and at two threads as at one. The corpus traces get the same checks in
+// tests/corpus/corpus_batches_test.cpp.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -47,6 +48,20 @@ TEST_P(StepBatchesParity, BatchesJudgeEveryStepAsOneTimelineDoes) {
       EXPECT_GT(batched.timelines, 1) << GetParam() << " batch " << batch;
     }
     expect_same(whole, batched, GetParam() + " batch " + std::to_string(batch));
+  }
+}
+
+// Two threads (stepwatch analyze's default on two cores: the sort, the Timeline's indexes and the
+// step views shared) give what one gives, at once and in batches.
+TEST_P(StepBatchesParity, TwoThreadsJudgeEveryStepAsOneDoes) {
+  synthetic::ScenarioOptions opts;
+  opts.steps = 10;
+  const synthetic::SyntheticRun run = synthetic::make_scenario(GetParam(), opts);
+  const size_t n = run.trace.events.size();
+  for (size_t batch : {n, n / 7}) {
+    const Lines one = analyze_in_batches(run.trace, batch, 1);
+    const Lines two = analyze_in_batches(run.trace, batch, 2);
+    expect_same(one, two, GetParam() + " two threads, batch " + std::to_string(batch));
   }
 }
 

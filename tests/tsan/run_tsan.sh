@@ -28,8 +28,10 @@ cmake --build "$bdir" -j"$jobs" --target "${targets[@]}"
 
 # halt_on_error: the first report fails the run. second_deadlock_stack for lock-order reports.
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 history_size=4 ${TSAN_OPTIONS:-}"
-echo "== tsan: unit (NameTable) =="
-"$bdir/bin/stepwatch_unit_tests" --gtest_brief=1 --gtest_filter='NameTable.*'
+# The name table's lock, and the offline analysis's threads (the import's reader thread indexing
+# and walking chunks, the sort, the Timeline's indexes and the step views shared).
+echo "== tsan: unit (NameTable, offline threads) =="
+"$bdir/bin/stepwatch_unit_tests" --gtest_brief=1 --gtest_filter='NameTable.*:Parallel.*:ParallelAnalysis.*:SortByStart.*'
 # The CUDA-free live parts: queues, the samplers' threads (the /proc host sampler, NVML through the
 # fake library).
 base_filter='EventQueues.*:HostSamplerLive.*:NvmlSampler.SamplesEveryVisibleGpuAsNvmlEvents:NvmlSamplerPipeline.*'

@@ -8,6 +8,7 @@
 
 #include "core/call_sites.h"
 #include "core/host_activity.h"
+#include "core/parallel.h"
 #include "stepwatch/core/classify.h"
 #include "stepwatch/core/stats.h"
 #include "stepwatch/core/timeline.h"
@@ -468,6 +469,13 @@ StepView analyze_step(const StepWindow& window, const Timeline& tl, int rank) {
   scan_api_calls(v, tl, s, e);
   group_blocking_calls(v, tl, sets, s, e);
   return v;
+}
+
+std::vector<StepView> analyze_steps(std::span<const StepWindow> windows, const Timeline& tl, int rank,
+                                    unsigned threads) {
+  std::vector<StepView> views(windows.size());
+  parallel::for_each_index(windows.size(), threads, [&](size_t i) { views[i] = analyze_step(windows[i], tl, rank); });
+  return views;
 }
 
 namespace {

@@ -12,6 +12,10 @@
 namespace stepwatch {
 namespace {
 
+// Steps whose views are computed at once (offline, several threads): their views are held
+// together, a few MB at most.
+constexpr size_t kParallelViews = 64;
+
 bool overlaps(const std::vector<std::pair<int64_t, int64_t>>& intervals, const StepWindow& w) {
   return std::any_of(intervals.begin(), intervals.end(),
                      [&](const auto& iv) { return iv.first < w.end_ns && iv.second > w.start_ns; });
@@ -243,7 +247,7 @@ void StepPipeline::judge(int64_t limit_ns, bool final, std::chrono::steady_clock
   const std::span<Event> slice(retained_.data(), slice_size);
   // NCCL kernels learn their operation's size from NCCL's ranges before the analysis.
   attach_nccl_ranges(slice, &names_);
-  const Timeline timeline(slice, names_, options_.analysis);
+  const Timeline timeline(slice, names_, options_.analysis, options_.threads);
   if (final) ++segmentation_.timelines;
   describe_before_first(timeline, windows.front());
   judge_windows(windows, 0, windows.size(), final, timeline, slice, deadline);
@@ -280,7 +284,7 @@ bool StepPipeline::judge_in_batches(const std::vector<StepWindow>& windows,
   std::vector<Event> slice;
   StepBatches::Batch batch;
   while (batches.next(batch, slice)) {
-    const Timeline timeline(slice, names_, options_.analysis);
+    const Timeline timeline(slice, names_, options_.analysis, options_.threads);
     ++segmentation_.timelines;
     if (batch.first_window == 0) describe_before_first(timeline, windows.front());
     if (!judge_windows(windows, batch.first_window, batch.end_window, true, timeline, slice, deadline)) break;
@@ -305,23 +309,32 @@ void StepPipeline::describe_before_first(const Timeline& timeline, const StepWin
 bool StepPipeline::judge_windows(const std::vector<StepWindow>& windows, size_t from, size_t to, bool final,
                                  const Timeline& timeline, std::span<const Event> slice,
                                  std::chrono::steady_clock::time_point deadline) {
-  for (size_t i = from; i < to; ++i) {
-    if (std::chrono::steady_clock::now() >= deadline) {
-      summary_.add_skipped(windows.size() - i);
-      return false;
+  // Without a deadline (offline) the views of a block of steps are computed on several threads
+  // first; with one (live exit), one at a time, so that the deadline is checked between steps.
+  const bool parallel = options_.threads > 1 && deadline == std::chrono::steady_clock::time_point::max();
+  const size_t block = parallel ? kParallelViews : 1;
+  for (size_t b = from; b < to; b += block) {
+    const size_t b_end = std::min(to, b + block);
+    std::vector<StepView> views;
+    if (parallel) views = analyze_steps(std::span(windows).subspan(b, b_end - b), timeline, options_.rank, options_.threads);
+    for (size_t i = b; i < b_end; ++i) {
+      if (std::chrono::steady_clock::now() >= deadline) {
+        summary_.add_skipped(windows.size() - i);
+        return false;
+      }
+      if (final && i + 1 == windows.size() && is_closing_empty_step(windows[i], timeline)) {
+        ++dropped_windows_;
+        continue;
+      }
+      note_window_time(windows[i], timeline);
+      judge_window(windows[i], timeline, slice,
+                   parallel ? std::move(views[i - b]) : analyze_step(windows[i], timeline, options_.rank));
     }
-    if (final && i + 1 == windows.size() && is_closing_empty_step(windows[i], timeline)) {
-      ++dropped_windows_;
-      continue;
-    }
-    note_window_time(windows[i], timeline);
-    judge_window(windows[i], timeline, slice);
   }
   return true;
 }
 
-void StepPipeline::judge_window(StepWindow w, const Timeline& timeline, std::span<const Event> slice) {
-  StepView view = analyze_step(w, timeline, options_.rank);
+void StepPipeline::judge_window(StepWindow w, const Timeline& timeline, std::span<const Event> slice, StepView view) {
   view.stack.framework = first_pytorch_ns_ < w.end_ns ? Framework::kPyTorch : Framework::kNone;
   view.stack.rocm = first_rocm_ns_ < w.end_ns;
   if (w.source == StepSource::kInferred) {
@@ -496,7 +509,7 @@ void StepPipeline::judge_pseudo_step_and_evict(size_t drop) {
     attach_nccl_ranges(all, &names_);
     const Timeline timeline(all, names_, options_.analysis);
     note_window_time(w, timeline);
-    judge_window(w, timeline, all);
+    judge_window(w, timeline, all, analyze_step(w, timeline, options_.rank));
   }
   retained_.erase(retained_.begin(), retained_.begin() + static_cast<std::ptrdiff_t>(drop));
 }

@@ -8,6 +8,7 @@
 
 #include "core/call_sites.h"
 #include "core/host_activity.h"
+#include "core/parallel.h"
 #include "stepwatch/core/classify.h"
 #include "stepwatch/core/stats.h"
 
@@ -26,7 +27,8 @@ std::optional<CallSite> Timeline::call_site_of(const Event& call) const {
 
 bool Timeline::has_call_sites() const { return !call_sites_->empty(); }
 
-Timeline::Timeline(std::span<const Event> events, const NameTable& names, const AnalysisConfig& config)
+Timeline::Timeline(std::span<const Event> events, const NameTable& names, const AnalysisConfig& config,
+                   unsigned threads)
     : events_(events), names_(names), config_(config), host_activity_(std::make_unique<HostActivityIndex>()),
       call_sites_(std::make_unique<CallSiteIndex>()),
       python_activity_(std::make_unique<HostActivityIndex>()) {
@@ -129,98 +131,107 @@ Timeline::Timeline(std::span<const Event> events, const NameTable& names, const 
         break;
     }
   }
-  api_by_correlation_.build(events);
-  copy_by_correlation_.build(events);
-  compute_ = IntervalSet::from_unsorted(std::move(compute));
-  comm_ = IntervalSet::from_unsorted(std::move(comm));
-  copy_ = IntervalSet::from_unsorted(std::move(copy));
-  busy_is_compute_ = comm_.empty() && copy_.empty();
-  if (!busy_is_compute_) busy_ = compute_.unite(comm_).unite(copy_);
-  data_wait_ = IntervalSet::from_unsorted(std::move(data));
-  gc_ = IntervalSet::from_unsorted(std::move(gc));
-  for (auto& [thread, list] : os_waits) os_waits_by_thread_.emplace(thread, IntervalSet::from_unsorted(std::move(list)));
-  for (auto& [thread, list] : all_to_all_ranges) {
-    all_to_all_ranges_.emplace(thread, IntervalSet::from_unsorted(std::move(list)));
-  }
+  // What follows reads none of the host-activity indexes: with a second thread, those (a sort of
+  // every call and range) are built meanwhile.
+  auto build_rest = [&] {
+    api_by_correlation_.build(events);
+    copy_by_correlation_.build(events);
+    compute_ = IntervalSet::from_unsorted(std::move(compute));
+    comm_ = IntervalSet::from_unsorted(std::move(comm));
+    copy_ = IntervalSet::from_unsorted(std::move(copy));
+    busy_is_compute_ = comm_.empty() && copy_.empty();
+    if (!busy_is_compute_) busy_ = compute_.unite(comm_).unite(copy_);
+    data_wait_ = IntervalSet::from_unsorted(std::move(data));
+    gc_ = IntervalSet::from_unsorted(std::move(gc));
+    for (auto& [thread, list] : os_waits) {
+      os_waits_by_thread_.emplace(thread, IntervalSet::from_unsorted(std::move(list)));
+    }
+    for (auto& [thread, list] : all_to_all_ranges) {
+      all_to_all_ranges_.emplace(thread, IntervalSet::from_unsorted(std::move(list)));
+    }
 
-  // Index lists built in event order are already sorted when the events are (the usual case).
-  auto by_start = [&](uint32_t a, uint32_t b) { return events[a].start_ns < events[b].start_ns; };
-  auto sort_index = [&](std::vector<uint32_t>& v) {
-    if (!std::is_sorted(v.begin(), v.end(), by_start)) std::sort(v.begin(), v.end(), by_start);
-  };
-  sort_index(gpu_by_start_);
-  sort_index(api_by_start_);
-  sort_index(alloc_by_start_);
-  std::stable_sort(gpu_samples_.begin(), gpu_samples_.end(),
-                   [](const GpuSample& x, const GpuSample& y) { return x.t_ns < y.t_ns; });
+    // Index lists built in event order are already sorted when the events are (the usual case).
+    auto by_start = [&](uint32_t a, uint32_t b) { return events[a].start_ns < events[b].start_ns; };
+    auto sort_index = [&](std::vector<uint32_t>& v) {
+      if (!std::is_sorted(v.begin(), v.end(), by_start)) std::sort(v.begin(), v.end(), by_start);
+    };
+    sort_index(gpu_by_start_);
+    sort_index(api_by_start_);
+    sort_index(alloc_by_start_);
+    std::stable_sort(gpu_samples_.begin(), gpu_samples_.end(),
+                     [](const GpuSample& x, const GpuSample& y) { return x.t_ns < y.t_ns; });
 
-  // Blocking calls (rule 2 and B) and enqueue calls (rule 3's launch evidence).
-  api_blocks_.assign(events.size(), 0);
-  std::vector<Interval> blocking;
-  std::vector<Interval> launch_all;
-  std::unordered_map<uint32_t, std::vector<Interval>> launch_by_thread;
-  bool several_launchers = false;
-  {
-    // Exact sizes first (one launch per kernel: these are as large as the kernel sets).
-    std::unordered_map<uint32_t, size_t> per_thread;
-    size_t n_launch = 0;
+    // Blocking calls (rule 2 and B) and enqueue calls (rule 3's launch evidence).
+    api_blocks_.assign(events.size(), 0);
+    std::vector<Interval> blocking;
+    std::vector<Interval> launch_all;
+    std::unordered_map<uint32_t, std::vector<Interval>> launch_by_thread;
+    bool several_launchers = false;
+    {
+      // Exact sizes first (one launch per kernel: these are as large as the kernel sets).
+      std::unordered_map<uint32_t, size_t> per_thread;
+      size_t n_launch = 0;
+      for (uint32_t i : api_by_start_) {
+        if (is_enqueue(events[i].api_class())) {
+          ++n_launch;
+          ++per_thread[events[i].thread];
+        }
+      }
+      several_launchers = per_thread.size() > 1;
+      if (several_launchers) launch_all.reserve(n_launch);
+      for (const auto& [thread, n] : per_thread) launch_by_thread[thread].reserve(n);
+    }
     for (uint32_t i : api_by_start_) {
-      if (is_enqueue(events[i].api_class())) {
-        ++n_launch;
-        ++per_thread[events[i].thread];
+      const Event& e = events[i];
+      if (is_blocking_call(e)) {
+        api_blocks_[i] = 1;
+        blocking_by_start_.push_back(i);
+        blocking.push_back({e.start_ns, e.end_ns});
+      } else if (is_enqueue(e.api_class())) {
+        if (several_launchers) launch_all.push_back({e.start_ns, e.end_ns});
+        launch_by_thread[e.thread].push_back({e.start_ns, e.end_ns});
       }
     }
-    several_launchers = per_thread.size() > 1;
-    if (several_launchers) launch_all.reserve(n_launch);
-    for (const auto& [thread, n] : per_thread) launch_by_thread[thread].reserve(n);
-  }
-  for (uint32_t i : api_by_start_) {
-    const Event& e = events[i];
-    if (is_blocking_call(e)) {
-      api_blocks_[i] = 1;
-      blocking_by_start_.push_back(i);
-      blocking.push_back({e.start_ns, e.end_ns});
-    } else if (is_enqueue(e.api_class())) {
-      if (several_launchers) launch_all.push_back({e.start_ns, e.end_ns});
-      launch_by_thread[e.thread].push_back({e.start_ns, e.end_ns});
+    // CUPTI synchronization records are host-side waits too; a call recorded both ways only
+    // adds the same interval twice to a union.
+    for (uint32_t i = 0; i < events.size(); ++i) {
+      const Event& e = events[i];
+      if (e.kind == EventKind::kSync && e.sync_kind() != SyncKind::kStreamWaitEvent) {
+        api_blocks_[i] = 1;
+        blocking_by_start_.push_back(i);
+        blocking.push_back({e.start_ns, e.end_ns});
+      }
     }
-  }
-  // CUPTI synchronization records are host-side waits too; a call recorded both ways only
-  // adds the same interval twice to a union.
-  for (uint32_t i = 0; i < events.size(); ++i) {
-    const Event& e = events[i];
-    if (e.kind == EventKind::kSync && e.sync_kind() != SyncKind::kStreamWaitEvent) {
-      api_blocks_[i] = 1;
-      blocking_by_start_.push_back(i);
-      blocking.push_back({e.start_ns, e.end_ns});
+    sort_index(blocking_by_start_);
+    blocking_end_prefix_max_.resize(blocking_by_start_.size());
+    blocking_argmax_.resize(blocking_by_start_.size());
+    for (size_t k = 0; k < blocking_by_start_.size(); ++k) {
+      const Event& e = events[blocking_by_start_[k]];
+      if (k == 0 || e.end_ns > blocking_end_prefix_max_[k - 1]) {
+        blocking_end_prefix_max_[k] = e.end_ns;
+        blocking_argmax_[k] = blocking_by_start_[k];
+      } else {
+        blocking_end_prefix_max_[k] = blocking_end_prefix_max_[k - 1];
+        blocking_argmax_[k] = blocking_argmax_[k - 1];
+      }
     }
-  }
-  sort_index(blocking_by_start_);
-  blocking_end_prefix_max_.resize(blocking_by_start_.size());
-  blocking_argmax_.resize(blocking_by_start_.size());
-  for (size_t k = 0; k < blocking_by_start_.size(); ++k) {
-    const Event& e = events[blocking_by_start_[k]];
-    if (k == 0 || e.end_ns > blocking_end_prefix_max_[k - 1]) {
-      blocking_end_prefix_max_[k] = e.end_ns;
-      blocking_argmax_[k] = blocking_by_start_[k];
-    } else {
-      blocking_end_prefix_max_[k] = blocking_end_prefix_max_[k - 1];
-      blocking_argmax_[k] = blocking_argmax_[k - 1];
+    blocking_ = IntervalSet::from_unsorted(std::move(blocking));
+    if (several_launchers) launch_all_ = IntervalSet::from_unsorted(std::move(launch_all));  // sorted already
+    size_t most_launches = 0;
+    for (auto& [thread, list] : launch_by_thread) {
+      if (list.size() > most_launches || (list.size() == most_launches && thread < main_launch_thread_)) {
+        most_launches = list.size();
+        main_launch_thread_ = thread;
+      }
+      launch_by_thread_.emplace(thread, IntervalSet::from_unsorted(std::move(list)));
     }
-  }
-  blocking_ = IntervalSet::from_unsorted(std::move(blocking));
-  if (several_launchers) launch_all_ = IntervalSet::from_unsorted(std::move(launch_all));  // sorted already
-  size_t most_launches = 0;
-  for (auto& [thread, list] : launch_by_thread) {
-    if (list.size() > most_launches || (list.size() == most_launches && thread < main_launch_thread_)) {
-      most_launches = list.size();
-      main_launch_thread_ = thread;
-    }
-    launch_by_thread_.emplace(thread, IntervalSet::from_unsorted(std::move(list)));
-  }
-  host_activity_->build();
-  call_sites_->build(events, names);
-  python_activity_->build();
+  };
+  auto build_host_indexes = [&] {
+    host_activity_->build();
+    call_sites_->build(events, names);
+    python_activity_->build();
+  };
+  parallel::both(threads, build_rest, build_host_indexes);
 
   for (uint32_t i : gpu_by_start_) max_gpu_duration_ns_ = std::max(max_gpu_duration_ns_, events[i].duration_ns());
 }

@@ -3,14 +3,17 @@
 //
 // Memory: the events themselves (64 bytes each, event_collector.h), their names once each, and a few
 // chunks of text (ChunkProducer::kChunkBytes each): the text is never held whole, so there is no
-// size cap but the configurable ImportLimits. Time: one pass; the reader thread inflates and
-// scans while this thread parses.
+// size cap but the configurable ImportLimits. Time: one pass; the reader thread inflates, scans
+// and indexes (simdjson's stage 1) while this thread walks the events and makes Events of them.
 #include "stepwatch/import/kineto_importer.h"
 
 #include <simdjson.h>
 
+#include <algorithm>
 #include <limits>
+#include <memory>
 #include <optional>
+#include <vector>
 
 #include "import/event_collector.h"
 #include "import/input_file.h"
@@ -100,16 +103,153 @@ error_code read_member(TopKey key, od::value& v, Trace& trace) {
   }
 }
 
-// Parses the pieces of each chunk: a piece is framed as a JSON array in place (trace_chunks.h).
+// Where simdjson stood when a piece failed, as an index into the chunk; at stage 1 (bad UTF-8, an
+// unclosed string) it has no location, and the piece's start is the best answer.
+size_t failure_index(const TextChunk& chunk, const TextPiece& piece, od::document& doc, bool iterating) {
+  const char* at = nullptr;
+  if (iterating && doc.current_location().get(at) == simdjson::SUCCESS && at >= chunk.data.get() &&
+      at <= chunk.data.get() + piece.end) {
+    return static_cast<size_t>(at - chunk.data.get());
+  }
+  return piece.begin;
+}
+
+// simdjson's stage 1 over a piece, which is framed as a JSON array in place (trace_chunks.h).
+error_code index_piece(const TextChunk& chunk, const TextPiece& piece, od::parser& parser, od::document& doc) {
+  const char* framed = chunk.data.get() + piece.begin - 1;
+  const size_t room = chunk.capacity + ChunkProducer::kPaddingBytes - (piece.begin - 1);
+  return parser.iterate(simdjson::padded_string_view(framed, piece.end - piece.begin + 2, room)).get(doc);
+}
+
+// Runs `visit` on each element of an indexed piece; on failure, `error_index` says where.
+template <typename Visit>
+error_code walk_piece(const TextChunk& chunk, const TextPiece& piece, od::document& doc, size_t& error_index,
+                      Visit&& visit) {
+  auto walk = [&]() -> error_code {
+    od::array elements;
+    SW_JSON_TRY(doc.get_array().get(elements));
+    for (auto element : elements) {
+      od::value v;
+      SW_JSON_TRY(std::move(element).get(v));
+      SW_JSON_TRY(visit(v));
+    }
+    return simdjson::SUCCESS;
+  };
+  const error_code err = walk();
+  if (err != simdjson::SUCCESS) error_index = failure_index(chunk, piece, doc, true);
+  return err;
+}
+
+// A chunk's event pieces prepared on the reader thread right after its text is made: always
+// indexed (simdjson's stage 1), and walked into records too when this thread has chunks waiting
+// (it is the slower one: walking is most of the parse). Either way this thread adds the records in
+// file order, so the import's result does not depend on which thread walked.
+struct PreparedPieces final : ChunkWork {
+  // One parser per events piece (almost always one a chunk): its document and the records' strings
+  // stay valid until the chunk is reused; its buffers are kept from chunk to chunk.
+  std::vector<std::unique_ptr<od::parser>> parsers;
+  std::vector<od::document> docs;
+  std::vector<error_code> stage1;  // per events piece: stage 1's result
+  // Walked: every events piece's records (of a category we import), and the first failure.
+  bool walked = false;
+  std::vector<KinetoRecord> records;
+  std::vector<size_t> ends;  // per events piece: where its records end
+  error_code walk_error = simdjson::SUCCESS;
+  size_t walk_error_index = 0;  // the failing piece is the one whose `ends` is the last set
+  size_t walk_error_piece = 0;
+};
+
+void walk_chunk(const TextChunk& chunk, PreparedPieces& work) {
+  work.walked = true;
+  work.records.clear();
+  work.ends.clear();
+  work.walk_error = simdjson::SUCCESS;
+  size_t k = 0;
+  for (const TextPiece& piece : chunk.pieces) {
+    if (piece.kind != TextPiece::Kind::kEvents) continue;
+    error_code err = work.stage1[k];
+    size_t error_index = piece.begin;
+    if (err == simdjson::SUCCESS) {
+      err = walk_piece(chunk, piece, work.docs[k], error_index, [&](od::value& v) {
+        KinetoRecord& r = work.records.emplace_back();
+        const error_code read = read_event(v, r);
+        // Records of no category we import are not kept (add_record would ignore them).
+        if (read != simdjson::SUCCESS || r.category == Category::kUnknown || r.category == Category::kIgnored) {
+          work.records.pop_back();
+        }
+        return read;
+      });
+    }
+    work.ends.push_back(work.records.size());
+    if (err != simdjson::SUCCESS) {
+      work.walk_error = err;
+      work.walk_error_index = error_index;
+      work.walk_error_piece = k;
+      return;
+    }
+    ++k;
+  }
+}
+
+void prepare_chunk(TextChunk& chunk, bool consumer_behind) {
+  if (!chunk.work) chunk.work = std::make_unique<PreparedPieces>();
+  auto& work = static_cast<PreparedPieces&>(*chunk.work);
+  size_t used = 0;
+  for (const TextPiece& piece : chunk.pieces) {
+    if (piece.kind != TextPiece::Kind::kEvents) continue;
+    if (used == work.parsers.size()) {
+      work.parsers.push_back(std::make_unique<od::parser>());
+      work.docs.emplace_back();
+      work.stage1.emplace_back();
+    }
+    work.stage1[used] = index_piece(chunk, piece, *work.parsers[used], work.docs[used]);
+    ++used;
+  }
+  work.walked = false;
+  if (consumer_behind) walk_chunk(chunk, work);
+}
+
+// Turns each chunk's events into Events and reads the top-level members, in file order.
 class ChunkParser {
  public:
   ChunkParser(Trace& trace, const std::string& name) : trace_(trace), name_(name), context_(trace, events_) {}
 
   void parse(const TextChunk& chunk) {
     saw_events_ = saw_events_ || chunk.events_array_seen;
+    auto& work = static_cast<PreparedPieces&>(*chunk.work);
+    size_t k = 0;      // events pieces so far
+    size_t next = 0;   // walked records added so far
     for (const TextPiece& piece : chunk.pieces) {
       events_.note_text(chunk.offset + piece.end, chunk.expected_text_bytes);
-      if (const error_code err = parse_piece(chunk, piece); err != simdjson::SUCCESS) fail(chunk, piece, err);
+      size_t error_index = piece.begin;
+      error_code err = simdjson::SUCCESS;
+      if (piece.kind == TextPiece::Kind::kEvents && work.walked) {
+        for (; next < work.ends[k]; ++next) add_record(context_, work.records[next]);
+        if (work.walk_error != simdjson::SUCCESS && work.walk_error_piece == k) {
+          fail(chunk, work.walk_error, work.walk_error_index);
+        }
+        ++k;
+        continue;
+      }
+      if (piece.kind == TextPiece::Kind::kEvents) {
+        err = work.stage1[k];
+        if (err == simdjson::SUCCESS) {
+          err = walk_piece(chunk, piece, work.docs[k], error_index, [&](od::value& v) {
+            SW_JSON_TRY(read_event(v, record_));
+            add_record(context_, record_);
+            return simdjson::SUCCESS;
+          });
+        }
+        ++k;
+      } else {
+        od::document doc;
+        err = index_piece(chunk, piece, parser_, doc);
+        if (err == simdjson::SUCCESS) {
+          err = walk_piece(chunk, piece, doc, error_index,
+                           [&](od::value& v) { return read_member(piece.key, v, trace_); });
+        }
+      }
+      if (err != simdjson::SUCCESS) fail(chunk, err, error_index);
     }
     if (chunk.events_skipped_too_large > 0) trace_.skip("event_too_large", chunk.events_skipped_too_large);
     if (chunk.members_skipped_too_large > 0) trace_.skip("header_member_too_large", chunk.members_skipped_too_large);
@@ -119,35 +259,7 @@ class ChunkParser {
   std::vector<Event> take_events() { return events_.take(); }
 
  private:
-  error_code parse_piece(const TextChunk& chunk, const TextPiece& piece) {
-    const char* framed = chunk.data.get() + piece.begin - 1;
-    const size_t room = chunk.capacity + ChunkProducer::kPaddingBytes - (piece.begin - 1);
-    iterating_ = false;
-    SW_JSON_TRY(parser_.iterate(simdjson::padded_string_view(framed, piece.end - piece.begin + 2, room)).get(doc_));
-    iterating_ = true;
-    od::array elements;
-    SW_JSON_TRY(doc_.get_array().get(elements));
-    for (auto element : elements) {
-      od::value v;
-      SW_JSON_TRY(std::move(element).get(v));
-      if (piece.kind == TextPiece::Kind::kEvents) {
-        SW_JSON_TRY(read_event(v, context_));
-      } else {
-        SW_JSON_TRY(read_member(piece.key, v, trace_));
-      }
-    }
-    return simdjson::SUCCESS;
-  }
-
-  // Where simdjson stood when it failed; at stage 1 (bad UTF-8, unclosed string) it has no
-  // location, and the piece's start is the best answer.
-  [[noreturn]] void fail(const TextChunk& chunk, const TextPiece& piece, error_code err) {
-    const char* at = nullptr;
-    size_t index = piece.begin;
-    if (iterating_ && doc_.current_location().get(at) == simdjson::SUCCESS && at >= chunk.data.get() &&
-        at <= chunk.data.get() + piece.end) {
-      index = static_cast<size_t>(at - chunk.data.get());
-    }
+  [[noreturn]] void fail(const TextChunk& chunk, error_code err, size_t index) {
     throw ImportError(name_, std::string("malformed JSON: ") + simdjson::error_message(err),
                       static_cast<int64_t>(chunk.offset + index));
   }
@@ -156,9 +268,8 @@ class ChunkParser {
   const std::string& name_;
   EventCollector events_;
   EventContext context_;
-  od::parser parser_;
-  od::document doc_;
-  bool iterating_ = false;  // doc_ belongs to the piece being parsed (stage 1 succeeded)
+  KinetoRecord record_;
+  od::parser parser_;  // the top-level members'
   bool saw_events_ = false;
 };
 
@@ -170,9 +281,9 @@ Trace import_text(TextSource& text, InputFile* input, const std::string& name, c
   ChunkProducer producer(text, name, limits.max_record_bytes, chunk_bytes);
   ChunkParser parser(trace, name);
   {
-    // A file is read (and inflated, and scanned) on its own thread while this one parses; text
-    // already in memory has nothing to overlap.
-    ChunkPipeline pipeline(producer, input, input != nullptr);
+    // A file is read (and inflated, scanned and indexed) on its own thread while this one
+    // parses; text already in memory has nothing to overlap.
+    ChunkPipeline pipeline(producer, input, input != nullptr, prepare_chunk);
     while (TextChunk* chunk = pipeline.next()) {
       parser.parse(*chunk);
       pipeline.release(chunk);

@@ -43,21 +43,6 @@ error_code read_scalar(od::value& v, Scalar& out) {
 
 namespace {
 
-// What a record becomes. Kineto's `cat`, matched case-insensitively with the 2021-era names.
-enum class Category : uint8_t {
-  kUnknown,  // no `cat` seen yet
-  kIgnored,  // flows, "Trace", anything new
-  kRange,
-  kPythonFrame,  // python_function (with_stack=True): the sites of blocking calls (core/call_sites.h)
-  kGpuRange,
-  kKernel,
-  kMemcpy,
-  kMemset,
-  kApiCall,
-  kSync,
-  kOverhead,
-};
-
 bool iequals(std::string_view s, std::string_view lower) {
   if (s.size() != lower.size()) return false;
   for (size_t i = 0; i < s.size(); ++i) {
@@ -91,19 +76,6 @@ Category category_of(std::string_view cat) {
   return Category::kIgnored;
 }
 
-struct KinetoArgs {
-  Scalar device;
-  Scalar stream;
-  Scalar correlation;
-  Scalar bytes;
-  Scalar value;                // NVML samples in stepwatch's dumps (gpu_samples.h)
-  std::string_view copy_kind;  // AMD copies: "HtoD", "DtoD"
-  std::string_view sync_kind;  // cuda_sync: "Stream Sync", "Event Sync", ...
-  std::string_view collective_name;  // NCCL/RCCL kernels: "Collective name": "allreduce"
-  Scalar in_nelems;                  // record_param_comms: "In msg nelems"
-  std::string_view dtype;            // record_param_comms: "dtype": "Float"
-};
-
 // PyTorch's `record_param_comms` op around each collective's launch carries its operation, element
 // count and dtype: the size the offline straggler and exposed-collective evidence need (NCCL's own
 // NVTX ranges carry it live). Joined to the kernels by core/nccl_join.h like any NCCL range.
@@ -121,17 +93,6 @@ uint64_t dtype_bytes(std::string_view t) {
   }
   return 0;
 }
-
-struct KinetoRecord {
-  std::string_view ph;
-  std::string_view name;
-  Category category = Category::kUnknown;
-  Scalar ts;
-  Scalar dur;
-  Scalar pid;
-  Scalar tid;
-  KinetoArgs args;
-};
 
 // Only complete events of known categories become Events; once a record is known to be something
 // else the rest of it is not worth reading.
@@ -289,6 +250,8 @@ NameId intern(EventContext& c, std::string_view name) {
   return slot.id;
 }
 
+}  // namespace
+
 void add_record(EventContext& c, const KinetoRecord& r) {
   Trace& trace = c.trace;
   if (r.category == Category::kUnknown || r.category == Category::kIgnored) return;
@@ -317,6 +280,8 @@ void add_record(EventContext& c, const KinetoRecord& r) {
   e.end_ns = end_ns;
   fill_event(e, r, c);
 }
+
+namespace {
 
 // ---------------------------------------------------------------------------------------------
 // JSON walking (simdjson On-Demand: one forward pass, unread values are skipped, not parsed).
@@ -439,16 +404,14 @@ error_code read_record(od::object& object, KinetoRecord& r) {
 
 }  // namespace
 
-error_code read_event(od::value& v, EventContext& context) {
+error_code read_event(od::value& v, KinetoRecord& record) {
+  record = KinetoRecord{};
   od::json_type type{};
   SW_JSON_TRY(v.type().get(type));
   if (type != od::json_type::object) return simdjson::SUCCESS;  // not an event: nothing to keep
   od::object object;
   SW_JSON_TRY(v.get_object().get(object));
-  KinetoRecord record;
-  SW_JSON_TRY(read_record(object, record));
-  add_record(context, record);
-  return simdjson::SUCCESS;
+  return read_record(object, record);
 }
 
 }  // namespace stepwatch::import_detail

@@ -27,6 +27,48 @@ namespace stepwatch::import_detail {
 
 class EventCollector;
 
+// What a record becomes. Kineto's `cat`, matched case-insensitively with the 2021-era names.
+enum class Category : uint8_t {
+  kUnknown,  // no `cat` seen yet
+  kIgnored,  // flows, "Trace", anything new
+  kRange,
+  kPythonFrame,  // python_function (with_stack=True): the sites of blocking calls (core/call_sites.h)
+  kGpuRange,
+  kKernel,
+  kMemcpy,
+  kMemset,
+  kApiCall,
+  kSync,
+  kOverhead,
+};
+
+
+struct KinetoArgs {
+  Scalar device;
+  Scalar stream;
+  Scalar correlation;
+  Scalar bytes;
+  Scalar value;                // NVML samples in stepwatch's dumps (gpu_samples.h)
+  std::string_view copy_kind;  // AMD copies: "HtoD", "DtoD"
+  std::string_view sync_kind;  // cuda_sync: "Stream Sync", "Event Sync", ...
+  std::string_view collective_name;  // NCCL/RCCL kernels: "Collective name": "allreduce"
+  Scalar in_nelems;                  // record_param_comms: "In msg nelems"
+  std::string_view dtype;            // record_param_comms: "dtype": "Float"
+};
+
+
+// One traceEvents element as read: views into the chunk's text and its parser's string buffer.
+struct KinetoRecord {
+  std::string_view ph;
+  std::string_view name;
+  Category category = Category::kUnknown;
+  Scalar ts;
+  Scalar dur;
+  Scalar pid;
+  Scalar tid;
+  KinetoArgs args;
+};
+
 // What reading events needs besides the JSON: where they go, and what is decided once per distinct
 // name (its interned id for recently seen names, its API class, its collective type).
 struct EventContext {
@@ -46,9 +88,11 @@ struct EventContext {
   std::vector<uint8_t> collective_by_name;
 };
 
-// A traceEvents element: a complete event of a category we import becomes an Event in
-// context.events; one we cannot use is counted in trace.skipped by reason.
-simdjson::error_code read_event(simdjson::ondemand::value& element, EventContext& context);
+// Reads a traceEvents element (not an object: a record of no category) into `record`.
+simdjson::error_code read_event(simdjson::ondemand::value& element, KinetoRecord& record);
+// A complete event of a category we import becomes an Event in context.events; one we cannot use
+// is counted in trace.skipped by reason. In file order: names are interned as they come.
+void add_record(EventContext& context, const KinetoRecord& record);
 
 // Values of an unexpected type count as absent: wrong types skip a field, never the file.
 simdjson::error_code read_string(simdjson::ondemand::value& v, std::string_view& out);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "stepwatch/import/kineto_importer.h"  // ImportError
 
@@ -177,8 +178,8 @@ void ChunkProducer::close_chunk(TextChunk& c) {
 
 // ---------------------------------------------------------------------------------------------
 
-ChunkPipeline::ChunkPipeline(ChunkProducer& producer, InputFile* input, bool threaded)
-    : producer_(producer), input_(input), threaded_(threaded) {
+ChunkPipeline::ChunkPipeline(ChunkProducer& producer, InputFile* input, bool threaded, Prepare prepare)
+    : producer_(producer), input_(input), threaded_(threaded), prepare_(std::move(prepare)) {
   const size_t n = threaded_ ? kChunksInFlight : 1;
   for (size_t i = 0; i < n; ++i) {
     chunks_.push_back(std::make_unique<TextChunk>());
@@ -211,6 +212,14 @@ void ChunkPipeline::run() {
         free_.pop_back();
       }
       producer_.produce(*chunk);
+      if (prepare_) {
+        bool behind = false;
+        {
+          std::lock_guard<std::mutex> lock(mutex_);
+          behind = ready_front_ < ready_.size();
+        }
+        prepare_(*chunk, behind);
+      }
       {
         std::lock_guard<std::mutex> lock(mutex_);
         ready_.push_back(chunk);
@@ -234,6 +243,7 @@ TextChunk* ChunkPipeline::next() {
     if (producer_.done()) return nullptr;
     TextChunk* chunk = free_.front();
     producer_.produce(*chunk);
+    if (prepare_) prepare_(*chunk, false);
     return chunk;
   }
   std::unique_lock<std::mutex> lock(mutex_);

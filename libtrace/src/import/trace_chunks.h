@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -37,6 +38,12 @@ struct TextPiece {
   size_t end = 0;
 };
 
+// What a consumer makes of a chunk on the reader thread besides its text and pieces (the Kineto
+// importer: its parsed records), kept with the chunk and reused with it.
+struct ChunkWork {
+  virtual ~ChunkWork() = default;
+};
+
 struct TextChunk {
   std::unique_ptr<char[]> data;
   size_t capacity = 0;  // usable bytes; the allocation has padding for simdjson past it
@@ -50,6 +57,7 @@ struct TextChunk {
   uint64_t expected_text_bytes = 0;  // the source's guess when the chunk was made (0: unknown)
   bool events_array_seen = false;    // an events array opened in this chunk (it may be empty)
   bool last = false;
+  std::unique_ptr<ChunkWork> work;  // the `prepare` step's, if any (ChunkPipeline)
 };
 
 class ChunkProducer {
@@ -90,9 +98,14 @@ class ChunkProducer {
 
 // Runs a producer `ahead` chunks in front of the consumer on its own thread (or inline, for
 // in-memory text, where there is no reading to overlap). The consumer takes chunks in order.
+// `prepare`, when given, runs on each chunk right after it is produced, on the same thread: work
+// that needs only the chunk moves off the consumer's thread. Its flag says whether the consumer
+// has chunks waiting (it is behind: the reader may take on more). What it throws is rethrown by
+// next() in order, like the producer's errors.
 class ChunkPipeline {
  public:
-  ChunkPipeline(ChunkProducer& producer, InputFile* input, bool threaded);
+  using Prepare = std::function<void(TextChunk&, bool consumer_behind)>;
+  ChunkPipeline(ChunkProducer& producer, InputFile* input, bool threaded, Prepare prepare = {});
   ~ChunkPipeline();
   ChunkPipeline(const ChunkPipeline&) = delete;
   ChunkPipeline& operator=(const ChunkPipeline&) = delete;
@@ -108,7 +121,8 @@ class ChunkPipeline {
   ChunkProducer& producer_;
   InputFile* input_;
   bool threaded_;
-  static constexpr size_t kChunksInFlight = 3;
+  Prepare prepare_;
+  static constexpr size_t kChunksInFlight = 4;
   std::vector<std::unique_ptr<TextChunk>> chunks_;
   std::mutex mutex_;
   std::condition_variable changed_;

@@ -42,14 +42,16 @@ size_t offline_batch_events(size_t trace_events);
 
 // Runs `detectors` over the trace. `trace.events` is sorted in place by start time (stable: equal
 // starts keep their order); NCCL kernels gain the sizes their NCCL ranges carry (nccl_join.h).
-// Records the importer left out (`trace.skipped`) are reported as data loss.
+// Records the importer left out (`trace.skipped`) are reported as data loss. `threads`: how many
+// threads may sort, index and compute step views (the same results at any number).
 RankResult analyze_rank(Trace& trace, int rank, const AnalysisConfig& config,
                         std::vector<std::unique_ptr<Detector>> detectors, StepDetail detail = StepDetail::kFull,
-                        size_t batch_events = kOfflineBatchEvents);
+                        size_t batch_events = kOfflineBatchEvents, unsigned threads = 1);
 
 // Sorts by start time, keeping the order of equal starts, with less memory than std::stable_sort
 // (whose buffer is half the events): 16 bytes per event for the keys, then the events moved into
-// place along the permutation's cycles.
-void sort_by_start(std::vector<Event>& events);
+// place along the permutation's cycles. `threads` > 1: the keys of a large trace are sorted in two
+// halves at once.
+void sort_by_start(std::vector<Event>& events, unsigned threads = 1);
 
 }  // namespace stepwatch

@@ -62,6 +62,10 @@ struct PipelineOptions {
   // Offline (retain_all), the final pass judges the steps in batches of about this many events,
   // each over a Timeline of the events its steps read (step_batches.h), not one over everything.
   size_t batch_events = std::numeric_limits<size_t>::max();
+  // Offline (no deadline), threads that compute the steps' views and build a Timeline's indexes;
+  // the detectors, reporter and summary still take the steps one at a time, in order. Live: 1 (the
+  // analysis thread is the only one the library adds for this).
+  unsigned threads = 1;
 };
 
 class StepPipeline {
@@ -109,7 +113,7 @@ class StepPipeline {
                      const Timeline& timeline, std::span<const Event> slice,
                      std::chrono::steady_clock::time_point deadline);
   void describe_before_first(const Timeline& timeline, const StepWindow& first);
-  void judge_window(StepWindow w, const Timeline& timeline, std::span<const Event> slice);
+  void judge_window(StepWindow w, const Timeline& timeline, std::span<const Event> slice, StepView view);
   bool is_closing_empty_step(const StepWindow& w, const Timeline& timeline) const;
   StepStatus first_step_status(const StepWindow& w, const Timeline& timeline, StepStatus status);
   void note_window_time(const StepWindow& w, const Timeline& timeline);

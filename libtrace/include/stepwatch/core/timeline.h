@@ -31,7 +31,8 @@ struct CallSite;
 class Timeline {
  public:
   // `events` must outlive the Timeline; they need not be sorted.
-  Timeline(std::span<const Event> events, const NameTable& names, const AnalysisConfig& config);
+  // `threads` > 1: the host-activity indexes are built on a thread of their own (offline).
+  Timeline(std::span<const Event> events, const NameTable& names, const AnalysisConfig& config, unsigned threads = 1);
   ~Timeline();
   Timeline(const Timeline&) = delete;
   Timeline& operator=(const Timeline&) = delete;
@@ -132,6 +133,9 @@ class Timeline {
 
 // Builds the StepView of one window: the unions clipped to it, every idle gap attributed.
 StepView analyze_step(const StepWindow& window, const Timeline& timeline, int rank);
+// analyze_step of each window, on up to `threads` threads (the Timeline is only read).
+std::vector<StepView> analyze_steps(std::span<const StepWindow> windows, const Timeline& timeline, int rank,
+                                    unsigned threads);
 
 // Holistic Trace Analysis's comm/comp overlap over the whole trace (corpus README definition):
 // kernels launched before the last step begins; |C ∩ N| / |N| in percent. NaN when no comm.
