@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/nccl_join.h"
+#include "core/parallel.h"
 #include "core/step_batches.h"
 #include "core/step_inference.h"
 #include "stepwatch/core/outside_steps.h"
@@ -221,6 +222,10 @@ StepStatus StepPipeline::status_of(const StepWindow& w) const {
 }
 
 void StepPipeline::judge(int64_t limit_ns, bool final, std::chrono::steady_clock::time_point deadline) {
+  if (final && options_.retain_all && options_.threads > 1 && deadline == std::chrono::steady_clock::time_point::max() &&
+      retained_.size() <= options_.batch_events) {
+    return judge_all_at_once();
+  }
   std::vector<StepWindow> windows = take_windows(limit_ns, final);
   if (windows.empty()) return;
   if (std::chrono::steady_clock::now() >= deadline) {
@@ -265,6 +270,26 @@ void StepPipeline::judge(int64_t limit_ns, bool final, std::chrono::steady_clock
     keep_from = std::min(keep_from, inferrer_->resume_host_ns());
   }
   std::erase_if(retained_, [&](const Event& e) { return e.end_ns < keep_from; });
+}
+
+// Offline, with threads to spare and everything in one batch: the Timeline over everything is built
+// while the windows are found (step sources or inference read the events, the Timeline indexes them:
+// neither writes them), NCCL's sizes joined into the kernels first (nothing that finds windows
+// reads them). Then as judge() does.
+void StepPipeline::judge_all_at_once() {
+  const std::span<Event> all(retained_);
+  attach_nccl_ranges(all, &names_);
+  std::vector<StepWindow> windows;
+  std::optional<Timeline> timeline;
+  parallel::both(
+      options_.threads, [&] { windows = take_windows(std::numeric_limits<int64_t>::max(), true); },
+      [&] { timeline.emplace(all, names_, options_.analysis, options_.threads); });
+  if (windows.empty()) return;
+  ++segmentation_.timelines;
+  describe_before_first(*timeline, windows.front());
+  judge_windows(windows, 0, windows.size(), true, *timeline, all, std::chrono::steady_clock::time_point::max());
+  describe_after_last(&*timeline);
+  if (options_.hta_overlap) summary_.set_comm_comp_overlap_pct(hta_comm_comp_overlap_pct(*timeline, segmentation_));
 }
 
 // Offline, a trace larger than one batch: every window judged as above, a batch of windows at a
