@@ -7,6 +7,10 @@
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define STEPWATCH_SCANNER_AVX2 1
+#endif
 
 namespace stepwatch::import_detail {
 namespace {
@@ -117,17 +121,9 @@ bool TraceScanner::structural(char c, size_t at, bool events) {
 }
 
 #if defined(__SSE2__)
-namespace {
+namespace scanner_kernels {
 
-// One bit per byte of a 64-byte block, for the bytes the scanner looks at.
-struct BlockMasks {
-  uint64_t quotes = 0;
-  uint64_t backslashes = 0;
-  uint64_t brackets = 0;  // { } [ ]
-  uint64_t commas = 0;
-};
-
-BlockMasks block_masks(const char* p) {
+BlockMasks sse2(const char* p) {
   // '{' '[' are 0x7B 0x5B, '}' ']' are 0x7D 0x5D: with bit 5 set, two compares find all four.
   const __m128i quote = _mm_set1_epi8('"');
   const __m128i backslash = _mm_set1_epi8('\\');
@@ -149,6 +145,54 @@ BlockMasks block_masks(const char* p) {
     m.commas |= bits(_mm_cmpeq_epi8(x, comma));
   }
   return m;
+}
+
+#if defined(STEPWATCH_SCANNER_AVX2)
+__attribute__((target("avx2"))) static uint64_t bits(__m256i lo, __m256i hi) {
+  return static_cast<uint64_t>(static_cast<uint32_t>(_mm256_movemask_epi8(lo))) |
+         static_cast<uint64_t>(static_cast<uint32_t>(_mm256_movemask_epi8(hi))) << 32;
+}
+
+// The same with 32-byte compares: half the instructions, on the CPUs that have AVX2 (chosen at
+// run time: the build targets plain x86-64).
+__attribute__((target("avx2"))) BlockMasks avx2(const char* p) {
+  const __m256i quote = _mm256_set1_epi8('"');
+  const __m256i backslash = _mm256_set1_epi8('\\');
+  const __m256i comma = _mm256_set1_epi8(',');
+  const __m256i open = _mm256_set1_epi8('{');
+  const __m256i close = _mm256_set1_epi8('}');
+  const __m256i bit5 = _mm256_set1_epi8(0x20);
+  const __m256i x0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  const __m256i x1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32));
+  const __m256i l0 = _mm256_or_si256(x0, bit5);
+  const __m256i l1 = _mm256_or_si256(x1, bit5);
+  BlockMasks m;
+  m.quotes = bits(_mm256_cmpeq_epi8(x0, quote), _mm256_cmpeq_epi8(x1, quote));
+  m.backslashes = bits(_mm256_cmpeq_epi8(x0, backslash), _mm256_cmpeq_epi8(x1, backslash));
+  m.brackets = bits(_mm256_or_si256(_mm256_cmpeq_epi8(l0, open), _mm256_cmpeq_epi8(l0, close)),
+                    _mm256_or_si256(_mm256_cmpeq_epi8(l1, open), _mm256_cmpeq_epi8(l1, close)));
+  m.commas = bits(_mm256_cmpeq_epi8(x0, comma), _mm256_cmpeq_epi8(x1, comma));
+  return m;
+}
+
+bool avx2_available() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2");
+}
+#else
+BlockMasks avx2(const char* p) { return sse2(p); }
+bool avx2_available() { return false; }
+#endif
+
+}  // namespace scanner_kernels
+
+namespace {
+
+using scanner_kernels::BlockMasks;
+
+BlockMasks block_masks(const char* p) {
+  static const auto kernel = scanner_kernels::avx2_available() ? scanner_kernels::avx2 : scanner_kernels::sse2;
+  return kernel(p);
 }
 
 // Bit i set when an odd number of bits at or below i are set in `x`: with x the quotes of a block,

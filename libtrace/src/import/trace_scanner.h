@@ -114,4 +114,21 @@ class TraceScanner {
   std::string error_;
 };
 
+#if defined(__SSE2__)
+// The scanner's 64-byte block step: one bit per byte of a block for the bytes it looks at. SSE2
+// everywhere on x86-64; AVX2 where the CPU has it (chosen once at run time). Here for the test
+// that holds the two to each other.
+namespace scanner_kernels {
+struct BlockMasks {
+  uint64_t quotes = 0;
+  uint64_t backslashes = 0;
+  uint64_t brackets = 0;  // { } [ ]
+  uint64_t commas = 0;
+};
+BlockMasks sse2(const char* block);
+BlockMasks avx2(const char* block);  // only where avx2_available()
+bool avx2_available();
+}  // namespace scanner_kernels
+#endif
+
 }  // namespace stepwatch::import_detail
