@@ -3,6 +3,8 @@
 // batch- and thread-parity tests of the scenario and corpus suites.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -32,6 +34,15 @@ inline BatchLines analyze_in_batches(const Trace& input, size_t batch_events, un
   out.windows = r.segmentation.steps.size();
   out.timelines = r.segmentation.timelines;
   return out;
+}
+
+// Every step record, finding and the summary of `b` equal `a`'s.
+inline void expect_same_lines(const BatchLines& a, const BatchLines& b, const std::string& what) {
+  ASSERT_EQ(a.steps.size(), b.steps.size()) << what;
+  for (size_t i = 0; i < a.steps.size(); ++i) EXPECT_EQ(a.steps[i], b.steps[i]) << what << " step " << i;
+  ASSERT_EQ(a.findings.size(), b.findings.size()) << what;
+  for (size_t i = 0; i < a.findings.size(); ++i) EXPECT_EQ(a.findings[i], b.findings[i]) << what;
+  EXPECT_EQ(a.summary, b.summary) << what;
 }
 
 }  // namespace stepwatch::testing

@@ -31,13 +31,7 @@ TEST(CorpusBatches, EveryTraceJudgedInBatchesAsAtOnce) {
       if (whole.steps.size() > 1) {
         EXPECT_GT(batched.timelines, 1) << "batch " << batch;
       }
-      ASSERT_EQ(whole.steps.size(), batched.steps.size()) << "batch " << batch;
-      for (size_t i = 0; i < whole.steps.size(); ++i) {
-        EXPECT_EQ(whole.steps[i], batched.steps[i]) << "batch " << batch << " step " << i;
-      }
-      ASSERT_EQ(whole.findings.size(), batched.findings.size()) << "batch " << batch;
-      for (size_t i = 0; i < whole.findings.size(); ++i) EXPECT_EQ(whole.findings[i], batched.findings[i]) << "batch " << batch;
-      EXPECT_EQ(whole.summary, batched.summary) << "batch " << batch;
+      testing::expect_same_lines(whole, batched, "batch " + std::to_string(batch));
     }
   }
 }
@@ -52,11 +46,7 @@ TEST(CorpusBatches, EveryTraceJudgedOnTwoThreadsAsOnOne) {
     for (size_t batch : {n, n / 5}) {
       const Lines one = analyze_in_batches(trace, batch, 1);
       const Lines two = analyze_in_batches(trace, batch, 2);
-      ASSERT_EQ(one.steps.size(), two.steps.size()) << "batch " << batch;
-      for (size_t i = 0; i < one.steps.size(); ++i) EXPECT_EQ(one.steps[i], two.steps[i]) << "batch " << batch << " step " << i;
-      ASSERT_EQ(one.findings.size(), two.findings.size()) << "batch " << batch;
-      for (size_t i = 0; i < one.findings.size(); ++i) EXPECT_EQ(one.findings[i], two.findings[i]) << "batch " << batch;
-      EXPECT_EQ(one.summary, two.summary) << "batch " << batch;
+      testing::expect_same_lines(one, two, "two threads, batch " + std::to_string(batch));
     }
   }
 }

@@ -19,11 +19,7 @@ using Lines = testing::BatchLines;
 
 void expect_same(const Lines& whole, const Lines& batched, const std::string& what) {
   EXPECT_EQ(whole.windows, batched.windows) << what;
-  ASSERT_EQ(whole.steps.size(), batched.steps.size()) << what;
-  for (size_t i = 0; i < whole.steps.size(); ++i) EXPECT_EQ(whole.steps[i], batched.steps[i]) << what << " step " << i;
-  ASSERT_EQ(whole.findings.size(), batched.findings.size()) << what;
-  for (size_t i = 0; i < whole.findings.size(); ++i) EXPECT_EQ(whole.findings[i], batched.findings[i]) << what;
-  EXPECT_EQ(whole.summary, batched.summary) << what;
+  testing::expect_same_lines(whole, batched, what);
 }
 
 class StepBatchesParity : public ::testing::TestWithParam<std::string> {};

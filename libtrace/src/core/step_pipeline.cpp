@@ -253,13 +253,7 @@ void StepPipeline::judge(int64_t limit_ns, bool final, std::chrono::steady_clock
   // NCCL kernels learn their operation's size from NCCL's ranges before the analysis.
   attach_nccl_ranges(slice, &names_);
   const Timeline timeline(slice, names_, options_.analysis, options_.threads);
-  if (final) ++segmentation_.timelines;
-  describe_before_first(timeline, windows.front());
-  judge_windows(windows, 0, windows.size(), final, timeline, slice, deadline);
-  if (final) describe_after_last(&timeline);
-  if (final && options_.hta_overlap) {
-    summary_.set_comm_comp_overlap_pct(hta_comm_comp_overlap_pct(timeline, segmentation_));
-  }
+  judge_over(windows, timeline, slice, final, deadline);
   if (options_.retain_all) return;
   // Forget what no later step can need: keep everything that ends after the last judged step
   // began (gap attribution reaches back to where the GPU went idle).
@@ -284,12 +278,19 @@ void StepPipeline::judge_all_at_once() {
   parallel::both(
       options_.threads, [&] { windows = take_windows(std::numeric_limits<int64_t>::max(), true); },
       [&] { timeline.emplace(all, names_, options_.analysis, options_.threads); });
-  if (windows.empty()) return;
-  ++segmentation_.timelines;
-  describe_before_first(*timeline, windows.front());
-  judge_windows(windows, 0, windows.size(), true, *timeline, all, std::chrono::steady_clock::time_point::max());
-  describe_after_last(&*timeline);
-  if (options_.hta_overlap) summary_.set_comm_comp_overlap_pct(hta_comm_comp_overlap_pct(*timeline, segmentation_));
+  if (!windows.empty()) judge_over(windows, *timeline, all, true, std::chrono::steady_clock::time_point::max());
+}
+
+// Every window over one Timeline; at the end, also the time around the steps and HTA's overlap.
+void StepPipeline::judge_over(const std::vector<StepWindow>& windows, const Timeline& timeline,
+                              std::span<const Event> slice, bool final,
+                              std::chrono::steady_clock::time_point deadline) {
+  if (final) ++segmentation_.timelines;
+  describe_before_first(timeline, windows.front());
+  judge_windows(windows, 0, windows.size(), final, timeline, slice, deadline);
+  if (!final) return;
+  describe_after_last(&timeline);
+  if (options_.hta_overlap) summary_.set_comm_comp_overlap_pct(hta_comm_comp_overlap_pct(timeline, segmentation_));
 }
 
 // Offline, a trace larger than one batch: every window judged as above, a batch of windows at a

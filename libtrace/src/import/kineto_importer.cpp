@@ -155,8 +155,7 @@ struct PreparedPieces final : ChunkWork {
   std::vector<KinetoRecord> records;
   std::vector<size_t> ends;  // per events piece: where its records end
   error_code walk_error = simdjson::SUCCESS;
-  size_t walk_error_index = 0;  // the failing piece is the one whose `ends` is the last set
-  size_t walk_error_piece = 0;
+  size_t walk_error_index = 0;  // in the failing piece: the last one `ends` holds
 };
 
 void walk_chunk(const TextChunk& chunk, PreparedPieces& work) {
@@ -184,7 +183,6 @@ void walk_chunk(const TextChunk& chunk, PreparedPieces& work) {
     if (err != simdjson::SUCCESS) {
       work.walk_error = err;
       work.walk_error_index = error_index;
-      work.walk_error_piece = k;
       return;
     }
     ++k;
@@ -225,7 +223,7 @@ class ChunkParser {
       error_code err = simdjson::SUCCESS;
       if (piece.kind == TextPiece::Kind::kEvents && work.walked) {
         for (; next < work.ends[k]; ++next) add_record(context_, work.records[next]);
-        if (work.walk_error != simdjson::SUCCESS && work.walk_error_piece == k) {
+        if (work.walk_error != simdjson::SUCCESS && k + 1 == work.ends.size()) {
           fail(chunk, work.walk_error, work.walk_error_index);
         }
         ++k;

@@ -110,6 +110,8 @@ class StepPipeline {
              std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
   bool judge_in_batches(const std::vector<StepWindow>& windows, std::chrono::steady_clock::time_point deadline);
   void judge_all_at_once();
+  void judge_over(const std::vector<StepWindow>& windows, const Timeline& timeline, std::span<const Event> slice,
+                  bool final, std::chrono::steady_clock::time_point deadline);
   bool judge_windows(const std::vector<StepWindow>& windows, size_t from, size_t to, bool final,
                      const Timeline& timeline, std::span<const Event> slice,
                      std::chrono::steady_clock::time_point deadline);
