@@ -134,7 +134,14 @@ class IsalInflater final : public Inflater {
     state_->avail_out = static_cast<uint32_t>(std::min<size_t>(out_len, UINT32_MAX));
     const uint32_t in_before = state_->avail_in;
     const uint32_t out_before = state_->avail_out;
-    const int rc = isal_inflate(state_.get());
+    int rc = ISAL_DECOMP_OK;
+    if (!header_read_) {
+      // ISAL_END_INPUT: the header goes on in the next input (what was read of it is kept in
+      // state_ and header_).
+      rc = isal_read_gzip_header(state_.get(), &header_);
+      header_read_ = rc == ISAL_DECOMP_OK;
+    }
+    if (header_read_) rc = isal_inflate(state_.get());
     in += in_before - state_->avail_in;
     in_len -= in_before - state_->avail_in;
     out += out_before - state_->avail_out;
@@ -153,9 +160,17 @@ class IsalInflater final : public Inflater {
     state_->read_in_length = 0;
     return bytes;
   }
+  // The header is read here, with a header record that lives as long as the member: isal_inflate's
+  // own header parsing (crc_flag ISAL_GZIP, ISA-L 2.30) keeps it in a local that a header split
+  // over two calls loses — a member with a file name (what `gzip FILE` writes) stops the first call
+  // inside the name, and the second then read uninitialised flags and took the name's last bytes
+  // for deflate data ("invalid distance", seen under ASan and on every build where the stack held
+  // something else).
   void reset() override {
     isal_inflate_init(state_.get());
-    state_->crc_flag = ISAL_GZIP;  // igzip parses the gzip header and checks the CRC-32 and size trailer
+    state_->crc_flag = ISAL_GZIP_NO_HDR_VER;  // deflate data, then the CRC-32 and size trailer checked
+    isal_gzip_header_init(&header_);           // no buffers: the name, comment and extra field are skipped
+    header_read_ = false;
   }
 
  private:
@@ -172,6 +187,8 @@ class IsalInflater final : public Inflater {
   }
   const std::string& name_;
   std::unique_ptr<inflate_state> state_;  // ~40 KiB: on the heap
+  isal_gzip_header header_{};
+  bool header_read_ = false;
 };
 #endif
 
