@@ -88,6 +88,48 @@ TEST(SortByStart, TwoThreadsGiveTheStableOrderOfOne) {
   }
 }
 
+// The radix order and the compared one agree where they meet: starts that fit the 64-bit key with
+// their positions, starts spread over the whole int64 range (compared), negative starts, ties.
+TEST(SortByStart, EveryKeyRangeGivesTheStableOrder) {
+  const auto check = [](std::vector<Event> events, const char* what) {
+    std::vector<Event> expected = events;
+    std::stable_sort(expected.begin(), expected.end(),
+                     [](const Event& a, const Event& b) { return a.start_ns < b.start_ns; });
+    sort_by_start(events);
+    for (size_t i = 0; i < events.size(); ++i) {
+      ASSERT_EQ(events[i].start_ns, expected[i].start_ns) << what << " at " << i;
+      ASSERT_EQ(events[i].correlation, expected[i].correlation) << what << " at " << i;
+    }
+  };
+  const auto make = [](size_t n, auto start_of) {
+    std::vector<Event> events(n);
+    for (size_t i = 0; i < n; ++i) {
+      events[i].start_ns = start_of(i);
+      events[i].end_ns = events[i].start_ns;
+      events[i].correlation = i;
+    }
+    return events;
+  };
+  uint64_t x = 88172645463325252ull;  // xorshift: a fixed, scrambled order
+  const auto next = [&x] {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return x;
+  };
+  check(make(100000, [&](size_t) { return int64_t{1712195495519689047} + static_cast<int64_t>(next() % 20'000'000'000ull); }),
+        "seconds of epoch ns");
+  check(make(100000, [&](size_t) { return static_cast<int64_t>(next() % 64); }), "many ties");
+  check(make(50000, [&](size_t) { return static_cast<int64_t>(next()); }), "the whole int64 range (compared)");
+  check(make(50000, [&](size_t) { return -static_cast<int64_t>(next() % 1'000'000'000ull); }), "negative starts");
+  check(make(3, [](size_t i) { return int64_t{2} - static_cast<int64_t>(i); }), "three");
+  // Span and positions at the edge of 64 bits: 2^47 ns with 2^17 positions fits exactly.
+  check(make(size_t{1} << 17, [&](size_t i) {
+          return i == 0 ? (int64_t{1} << 47) - 1 : static_cast<int64_t>(next() % (uint64_t{1} << 47));
+        }),
+        "exactly 64 bits of key");
+}
+
 std::vector<std::string> report_lines(const Trace& input, unsigned threads) {
   Trace trace = input;
   const AnalysisConfig config;

@@ -16,7 +16,7 @@ void HostActivityIndex::build() {
     if (a.start_ns != b.start_ns) return a.start_ns < b.start_ns;
     return a.end_ns != b.end_ns ? a.end_ns > b.end_ns : a.name < b.name;
   };
-  if (!std::is_sorted(pending_.begin(), pending_.end(), order)) std::sort(pending_.begin(), pending_.end(), order);
+  if (!std::is_sorted(pending_.begin(), pending_.end(), order)) sort_by_thread(order);
   for (size_t i = 0; i < pending_.size();) {
     size_t j = i;
     while (j < pending_.size() && pending_[j].thread == pending_[i].thread) ++j;
@@ -24,6 +24,50 @@ void HostActivityIndex::build() {
     i = j;
   }
   std::vector<Segment>().swap(pending_);
+}
+
+// The ranges of a trace come in start order, threads interleaved: a counting sort by thread (there
+// are few) keeps each thread's in that order, and then only runs of equal starts need ordering. A
+// thread whose ranges did not come by start is sorted whole.
+template <typename Order>
+void HostActivityIndex::sort_by_thread(Order order) {
+  std::vector<uint32_t> threads;
+  for (const Segment& s : pending_) {
+    if (threads.empty() || threads.back() != s.thread) threads.push_back(s.thread);
+  }
+  std::sort(threads.begin(), threads.end());
+  threads.erase(std::unique(threads.begin(), threads.end()), threads.end());
+  const auto bucket_of = [&](uint32_t thread) {
+    return static_cast<size_t>(std::lower_bound(threads.begin(), threads.end(), thread) - threads.begin());
+  };
+  std::vector<size_t> begin(threads.size() + 1, 0);
+  uint32_t last_thread = 0;
+  size_t last_bucket = SIZE_MAX;
+  const auto cached_bucket = [&](uint32_t thread) {
+    if (last_bucket == SIZE_MAX || thread != last_thread) {
+      last_thread = thread;
+      last_bucket = bucket_of(thread);
+    }
+    return last_bucket;
+  };
+  for (const Segment& s : pending_) ++begin[cached_bucket(s.thread) + 1];
+  for (size_t b = 1; b < begin.size(); ++b) begin[b] += begin[b - 1];
+  std::vector<Segment> sorted(pending_.size());
+  std::vector<size_t> at(begin.begin(), begin.end() - 1);
+  for (const Segment& s : pending_) sorted[at[cached_bucket(s.thread)]++] = s;
+  for (size_t b = 0; b < threads.size(); ++b) {
+    const auto first = sorted.begin() + static_cast<std::ptrdiff_t>(begin[b]);
+    const auto last = sorted.begin() + static_cast<std::ptrdiff_t>(begin[b + 1]);
+    if (std::is_sorted(first, last, order)) continue;
+    for (auto run = first; run != last;) {
+      auto run_end = run + 1;
+      while (run_end != last && run_end->start_ns == run->start_ns) ++run_end;
+      if (run_end - run > 1) std::sort(run, run_end, order);
+      run = run_end;
+    }
+    if (!std::is_sorted(first, last, order)) std::sort(first, last, order);
+  }
+  pending_.swap(sorted);
 }
 
 // A stack of the open ranges gives the innermost one between consecutive boundaries.

@@ -40,6 +40,8 @@ class HostActivityIndex {
   };
   // `ranges`: one thread's, sorted by start, outer first at equal starts.
   static std::vector<Segment> flatten(std::span<const Segment> ranges);
+  template <typename Order>
+  void sort_by_thread(Order order);
 
   // Every thread's ranges in one vector (sized once), sorted by thread at build: per-thread
   // vectors grown by doubling cost more in copies and page faults than the index itself.

@@ -49,8 +49,9 @@ RankResult analyze_rank(Trace& trace, int rank, const AnalysisConfig& config,
                         size_t batch_events = kOfflineBatchEvents, unsigned threads = 1);
 
 // Sorts by start time, keeping the order of equal starts, with less memory than std::stable_sort
-// (whose buffer is half the events): 16 bytes per event for the keys, then the events moved into
-// place along the permutation's cycles. `threads` > 1: the keys of a large trace are sorted in two
+// (whose buffer is half the events): 16 bytes per event for the keys (a radix sort; compared
+// pairs where start span and position do not fit in 64 bits), then the events moved into place
+// along the permutation's cycles. `threads` > 1: compared keys of a large trace are sorted in two
 // halves at once.
 void sort_by_start(std::vector<Event>& events, unsigned threads = 1);
 
