@@ -18,22 +18,24 @@ namespace {
 constexpr size_t kParallelSortMin = size_t{1} << 15;
 constexpr size_t kParallelSortMax = size_t{1} << 22;
 
-// The order by start as positions, by an LSD radix sort of one 64-bit key per event: the start
-// (less the earliest) above the event's position. Each pass is stable, so equal starts keep file
-// order. Linear where a comparison sort is n log n, and the keys of a profiler trace (a few seconds
-// of ns: ~35 bits) take three or four passes. False when start span and position do not fit in 64
-// bits together (starts hours apart in a multi-million-event trace): the caller compares instead.
-bool radix_order(const std::vector<Event>& events, std::vector<uint32_t>& order) {
+// The order by start, by an LSD radix sort of one 64-bit key per event: the start (less the
+// earliest) above the event's position, which the low `position_bits` of keys[i] then name for
+// place i. Each pass is stable, so equal starts keep file order. Linear where a comparison sort is
+// n log n, and the keys of a profiler trace (a few seconds of ns: ~35 bits) take three or four
+// passes. False when start span and position do not fit in 64 bits together (starts hours apart
+// in a multi-million-event trace): the caller compares instead. Memory: the keys and one scratch
+// copy, 16 bytes an event, the scratch freed before the events move.
+bool radix_sort_keys(const std::vector<Event>& events, std::vector<uint64_t>& keys, int& position_bits) {
   const size_t n = events.size();
   if (n > UINT32_MAX) return false;
   const auto [lo, hi] = std::minmax_element(events.begin(), events.end(),
                                             [](const Event& a, const Event& b) { return a.start_ns < b.start_ns; });
   const uint64_t span = static_cast<uint64_t>(hi->start_ns) - static_cast<uint64_t>(lo->start_ns);
-  const int position_bits = static_cast<int>(std::bit_width(static_cast<uint64_t>(n - 1)));
+  position_bits = static_cast<int>(std::bit_width(static_cast<uint64_t>(n - 1)));
   const int span_bits = static_cast<int>(std::bit_width(span));
   if (position_bits + span_bits > 64) return false;
   const uint64_t base = static_cast<uint64_t>(lo->start_ns);
-  std::vector<uint64_t> keys(n);
+  keys.resize(n);
   for (size_t i = 0; i < n; ++i) keys[i] = (static_cast<uint64_t>(events[i].start_ns) - base) << position_bits | i;
   std::vector<uint64_t> scratch(n);
   constexpr int kDigitBits = 11;  // 2048 counters (16 KiB): in L1 beside the streams
@@ -48,17 +50,13 @@ bool radix_order(const std::vector<Event>& events, std::vector<uint32_t>& order)
     for (const uint64_t k : keys) scratch[counts[(k >> shift) & kDigitMask]++] = k;
     keys.swap(scratch);
   }
-  scratch = {};
-  order.resize(n);
-  const uint64_t position_mask = (uint64_t{1} << position_bits) - 1;
-  for (size_t i = 0; i < n; ++i) order[i] = static_cast<uint32_t>(keys[i] & position_mask);
   return true;
 }
 
 // The same order by comparing (start, position) pairs: distinct keys, so an unstable sort of them
 // is a stable sort of the events. `threads` > 1: two halves at once, then merged (the merge's
 // buffer is half the keys: bounded by the cap).
-void comparison_order(const std::vector<Event>& events, std::vector<uint32_t>& order, unsigned threads) {
+std::vector<std::pair<int64_t, uint32_t>> compared_keys(const std::vector<Event>& events, unsigned threads) {
   std::vector<std::pair<int64_t, uint32_t>> keys(events.size());
   for (size_t i = 0; i < events.size(); ++i) keys[i] = {events[i].start_ns, static_cast<uint32_t>(i)};
   if (threads > 1 && keys.size() >= kParallelSortMin && keys.size() <= kParallelSortMax) {
@@ -68,21 +66,21 @@ void comparison_order(const std::vector<Event>& events, std::vector<uint32_t>& o
   } else {
     std::sort(keys.begin(), keys.end());
   }
-  order.resize(keys.size());
-  for (size_t i = 0; i < keys.size(); ++i) order[i] = keys[i].second;
+  return keys;
 }
 
-// order[i] is the event that belongs at i: each cycle of the permutation followed once, every event
+// from(i) is the event that belongs at i: each cycle of the permutation followed once, every event
 // moved once, no second copy of the events.
-void place_in_order(std::vector<Event>& events, const std::vector<uint32_t>& order) {
+template <typename From>
+void place_in_order(std::vector<Event>& events, From from_of) {
   std::vector<bool> placed(events.size(), false);
   for (size_t i = 0; i < events.size(); ++i) {
-    if (placed[i] || order[i] == i) continue;
+    if (placed[i] || from_of(i) == i) continue;
     Event held = events[i];
     size_t at = i;
     for (;;) {
       placed[at] = true;
-      const size_t from = order[at];
+      const size_t from = from_of(at);
       if (from == i) {
         events[at] = held;
         break;
@@ -98,15 +96,21 @@ void place_in_order(std::vector<Event>& events, const std::vector<uint32_t>& ord
 void sort_by_start(std::vector<Event>& events, unsigned threads) {
   const auto by_start = [](const Event& a, const Event& b) { return a.start_ns < b.start_ns; };
   if (std::is_sorted(events.begin(), events.end(), by_start)) return;
-  std::vector<uint32_t> order;
-  if (!radix_order(events, order)) {
-    if (events.size() > UINT32_MAX) {
-      std::stable_sort(events.begin(), events.end(), by_start);  // positions would not fit: the plain way
+  {
+    std::vector<uint64_t> keys;
+    int position_bits = 0;
+    if (radix_sort_keys(events, keys, position_bits)) {
+      const uint64_t position_mask = (uint64_t{1} << position_bits) - 1;
+      place_in_order(events, [&](size_t i) { return static_cast<size_t>(keys[i] & position_mask); });
       return;
     }
-    comparison_order(events, order, threads);
   }
-  place_in_order(events, order);
+  if (events.size() > UINT32_MAX) {
+    std::stable_sort(events.begin(), events.end(), by_start);  // positions would not fit: the plain way
+    return;
+  }
+  const std::vector<std::pair<int64_t, uint32_t>> keys = compared_keys(events, threads);
+  place_in_order(events, [&](size_t i) { return size_t{keys[i].second}; });
 }
 
 size_t offline_batch_events(size_t trace_events) {

@@ -29,9 +29,11 @@ std::optional<int64_t> read_whole_us(std::string_view text, size_t& i) {
   const size_t first_digit = i;
   int64_t whole_us = 0;
   for (; i < text.size() && is_digit(text[i]); ++i) {
-    const int digit = text[i] - '0';
-    if (whole_us > (kMaxWholeUs - digit) / 10) return std::nullopt;
-    whole_us = whole_us * 10 + digit;
+    // Compared with constants (no division per digit: this runs for every ts and dur); far from
+    // int64's own limit, so the step itself cannot overflow.
+    if (whole_us > kMaxWholeUs / 10) return std::nullopt;
+    whole_us = whole_us * 10 + (text[i] - '0');
+    if (whole_us > kMaxWholeUs) return std::nullopt;
   }
   if (i == first_digit) return std::nullopt;
   return whole_us;
