@@ -17,7 +17,8 @@
 #
 # HTA is installed from PyPI into a venv under build/ (HTA_VENV overrides; never committed), its
 # bytecode compiled once so that no run pays for compiling pandas. Goals (issue 18): stepwatch
-# >= 40x faster than HTA on every trace above 10 MB of JSON, and <= 1.5x the floor.
+# >= 40x faster than HTA on every trace above 10 MB of JSON, and <= 1.5x the floor; the last line
+# is the verdict on them, and the exit status 1 when one is missed.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$root/build}
@@ -52,6 +53,7 @@ median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{ v[NR] = $1 } END { if (
 echo "stepwatch $("$cli" --version | awk '{print $2}') vs HolisticTraceAnalysis $hta_version; $reps interleaved runs each, medians;" \
      "$(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg), nice $nice_level"
 printf '%-58s %8s %9s %9s %8s %9s %8s %s\n' trace JSON_MB stepwatch HTA ratio floor vs_floor verdict
+large=0 under=0 over_floor=0
 while IFS= read -r f; do
   json_mb=$(gzip -dc "$f" | wc -c | awk '{ printf "%.1f", $1 / 1e6 }')
   sw=() hta=() fl=()
@@ -71,4 +73,16 @@ while IFS= read -r f; do
     else verdict = (h / s >= 40) ? "ok >=40x" : "UNDER 40x"
     print r, v, verdict }')
   printf '%-58s %8s %9s %9s %8s %9s %8s %s\n' "${f#"$corpus"/kineto/}" "$json_mb" "$s" "$h" "$ratio" "$fm" "$vs_floor" "$verdict"
+  if awk -v mb="$json_mb" 'BEGIN { exit !(mb + 0 > 10) }'; then
+    ((++large))
+    [ "$verdict" = "ok >=40x" ] || ((++under))
+    awk -v v="$vs_floor" 'BEGIN { exit !(v == "-" || v + 0 > 1.5) }' && ((++over_floor))
+  fi
 done < <(find "$corpus/kineto" -name '*.json.gz' | sort)
+# The goals, over the traces above 10 MB of JSON: exit 1 when one is missed.
+if [ "$under" -eq 0 ] && [ "$over_floor" -eq 0 ]; then
+  echo "verdict: all $large traces above 10 MB at >= 40x HTA and <= 1.5x the floor: met"
+else
+  echo "verdict: of $large traces above 10 MB, $under under 40x HTA, $over_floor over 1.5x the floor: missed"
+  exit 1
+fi
