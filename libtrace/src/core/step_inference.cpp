@@ -44,7 +44,7 @@ bool looks_like_a_step(int64_t duration_ns, double median_ns) {
 }
 
 // Sorted by start; events arrive in start order offline, so the check is usually all it costs.
-void sort_by_start(std::vector<const Event*>& list) {
+void sort_pointers_by_start(std::vector<const Event*>& list) {
   const auto by_start = [](const Event* a, const Event* b) { return a->start_ns < b->start_ns; };
   if (!std::is_sorted(list.begin(), list.end(), by_start)) std::sort(list.begin(), list.end(), by_start);
 }
@@ -152,7 +152,7 @@ class StreamIndex {
       if (e.is_gpu_record()) by_stream_[e.stream].push_back(&e);
     }
     for (auto& [stream, list] : by_stream_) {
-      sort_by_start(list);
+      sort_pointers_by_start(list);
       std::vector<int64_t>& ends = prefix_end_[stream];
       for (const Event* e : list) ends.push_back(std::max(ends.empty() ? e->end_ns : ends.back(), e->end_ns));
     }
@@ -187,7 +187,7 @@ LaunchSequence build_sequence(std::span<const Event> events, int force_by_launch
     }
     last_list->push_back(&e);
   }
-  for (auto& [thread, list] : calls_by_thread) sort_by_start(list);
+  for (auto& [thread, list] : calls_by_thread) sort_pointers_by_start(list);
   LaunchSequence seq;
   size_t launched = 0;
   for (const Event& e : events) {
@@ -452,7 +452,7 @@ std::vector<int64_t> align_host_bounds(std::span<const Event> events, const std:
       calls.push_back(&e);
     }
   }
-  sort_by_start(calls);
+  sort_pointers_by_start(calls);
   const StreamIndex streams(events);
   std::vector<int64_t> out;
   for (int64_t h : host) {
