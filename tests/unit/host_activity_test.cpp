@@ -3,6 +3,12 @@
 // lag — on hand-built timelines whose answer is known exactly.
 #include <gtest/gtest.h>
 
+#include <random>
+#include <unordered_map>
+#include <vector>
+
+#include "core/host_activity.h"
+
 #include "stepwatch/core/timeline.h"
 #include "trace_builder.h"
 
@@ -99,6 +105,89 @@ TEST(HostActivity, KernelsQueuedFarAheadAreNotPrompt) {
   const StepView v = analyze(b.trace, 0, 2'000);
   EXPECT_EQ(v.launched_kernels, 10);
   EXPECT_EQ(v.prompt_kernels, 0);
+}
+
+// The index against its definition, unit by unit: with properly nested ranges, a moment's activity
+// is the innermost range holding it (the later of two of equal extent in (start, longer first,
+// name) order), and kNoName where none does. Random trees on three threads, added in start order
+// with the threads interleaved (as a trace gives them) and in reverse; measured over random
+// interval sets, including time before the first and after the last range.
+TEST(HostActivityIndex, MeasuresTheInnermostRangeOfEveryMoment) {
+  struct Range {
+    uint32_t thread;
+    int64_t start, end;
+    NameId name;
+  };
+  std::mt19937 rng(7);  // fixed: the same trees every run
+  for (int trial = 0; trial < 40; ++trial) {
+    std::vector<Range> ranges;
+    for (uint32_t thread = 1; thread <= 3; ++thread) {
+      // A random forest over [10, 210): each range's children split part of it.
+      std::vector<Range> todo{{thread, 10, 210, 0}};
+      while (!todo.empty()) {
+        const Range r = todo.back();
+        todo.pop_back();
+        if (r.name != 0) ranges.push_back(r);
+        int64_t at = r.start;
+        while (at < r.end && ranges.size() < 400) {
+          const int64_t from = at + static_cast<int64_t>(rng() % 6);
+          const int64_t to = std::min(r.end, from + 1 + static_cast<int64_t>(rng() % 40));
+          if (from >= to) break;
+          todo.push_back({thread, from, to, static_cast<NameId>(1 + rng() % 5)});  // repeated names too
+          at = to + static_cast<int64_t>(rng() % 2);  // adjacent siblings, or a gap
+        }
+        if (rng() % 4 == 0 && r.name != 0) ranges.push_back({thread, r.start, r.end, static_cast<NameId>(6 + rng() % 2)});
+      }
+    }
+    auto before = [](const Range& a, const Range& b) {
+      if (a.start != b.start) return a.start < b.start;
+      return a.end != b.end ? a.end > b.end : a.name < b.name;
+    };
+    std::sort(ranges.begin(), ranges.end(), before);
+    std::vector<Range> added = ranges;
+    if (trial % 2 == 1) std::reverse(added.begin(), added.end());
+    HostActivityIndex index;
+    for (const Range& r : added) index.add(r.thread, r.start, r.end, r.name);
+    index.build();
+
+    auto activity_at = [&](uint32_t thread, int64_t t) {
+      NameId name = kNoName;
+      for (const Range& r : ranges) {  // sorted: the last one holding t is the innermost
+        if (r.thread == thread && r.start <= t && t < r.end) name = r.name;
+      }
+      return name;
+    };
+    for (uint32_t thread = 1; thread <= 4; ++thread) {  // thread 4 has no ranges at all
+      std::vector<Interval> set;
+      for (int64_t at = static_cast<int64_t>(rng() % 10); at < 230;) {
+        const int64_t end = at + 1 + static_cast<int64_t>(rng() % 30);
+        set.push_back({at, end});
+        at = end + 1 + static_cast<int64_t>(rng() % 10);
+      }
+      std::unordered_map<NameId, int64_t> want;
+      for (const Interval& iv : set) {
+        for (int64_t t = iv.start; t < iv.end; ++t) ++want[activity_at(thread, t)];
+      }
+      std::unordered_map<NameId, int64_t> got;
+      index.measure(thread, IntervalSet::from_sorted(set), got);
+      EXPECT_EQ(got, want) << "trial " << trial << ", thread " << thread;
+    }
+  }
+}
+
+// Ranges that overlap without nesting: the later one is clipped to its parent, so after the parent
+// ends the time is the grandparent's (or nobody's), not the clipped range's.
+TEST(HostActivityIndex, ARangeOverlappingItsParentIsClippedToIt) {
+  HostActivityIndex index;
+  index.add(1, 0, 100, 1);    // outer
+  index.add(1, 10, 50, 2);    // parent
+  index.add(1, 40, 80, 3);    // overlaps the parent's end: counts as 3 only over [40, 50)
+  index.add(1, 120, 130, 4);  // after a stretch of nothing
+  index.build();
+  std::unordered_map<NameId, int64_t> got;
+  index.measure(1, IntervalSet::from_sorted(std::vector<Interval>{{0, 140}}), got);
+  const std::unordered_map<NameId, int64_t> want{{1, 10 + 50}, {2, 30}, {3, 10}, {4, 10}, {kNoName, 20 + 10}};
+  EXPECT_EQ(got, want);
 }
 
 }  // namespace

@@ -70,31 +70,39 @@ void HostActivityIndex::sort_by_thread(Order order) {
   pending_.swap(sorted);
 }
 
-// A stack of the open ranges gives the innermost one between consecutive boundaries.
-std::vector<HostActivityIndex::Segment> HostActivityIndex::flatten(std::span<const Segment> ranges) {
-  std::vector<Segment> out;
-  out.reserve(ranges.size() + ranges.size() / 4);  // a range split by its children adds segments
+// A stack of the open ranges gives the innermost one between consecutive boundaries. Every range
+// adds at most two boundaries (where it starts, where its parent resumes), so one reservation
+// holds them all; of it, only what is written is ever touched.
+std::vector<HostActivityIndex::Boundary> HostActivityIndex::flatten(std::span<const Segment> ranges) {
+  std::vector<Boundary> out;
+  out.reserve(2 * ranges.size() + 1);
   std::vector<Segment> open;
-  int64_t cursor = INT64_MIN;
-  auto emit = [&](int64_t until) {
-    if (!open.empty() && until > cursor) out.push_back({cursor, until, open.back().name, 0});
-    cursor = std::max(cursor, until);
+  // The innermost activity is `name` from `at` on: a new boundary, or a relabel of one at the same
+  // time (a segment of no length), and none where the label does not change.
+  auto mark = [&](int64_t at, NameId name) {
+    if (!out.empty() && out.back().start_ns == at) {
+      out.back().name = name;
+      if (out.size() >= 2 && out[out.size() - 2].name == name) out.pop_back();
+      return;
+    }
+    if (out.empty() ? name == kNoName : out.back().name == name) return;
+    out.push_back({at, name});
+  };
+  auto close_until = [&](int64_t until) {
+    while (!open.empty() && open.back().end_ns <= until) {
+      const int64_t end = open.back().end_ns;
+      open.pop_back();
+      mark(end, open.empty() ? kNoName : open.back().name);
+    }
   };
   for (Segment r : ranges) {
-    while (!open.empty() && open.back().end_ns <= r.start_ns) {
-      emit(open.back().end_ns);
-      open.pop_back();
-    }
-    emit(r.start_ns);
-    cursor = std::max(cursor, r.start_ns);
+    close_until(r.start_ns);
     if (!open.empty()) r.end_ns = std::min(r.end_ns, open.back().end_ns);  // no nesting: clip to the parent
-    if (r.end_ns > r.start_ns) open.push_back(r);
+    if (r.end_ns <= r.start_ns) continue;
+    open.push_back(r);
+    mark(r.start_ns, r.name);
   }
-  while (!open.empty()) {
-    emit(open.back().end_ns);
-    open.pop_back();
-  }
-  // Adjacent segments of one name (a range split by a child that ended) stay apart: harmless.
+  close_until(INT64_MAX);
   return out;
 }
 
@@ -103,12 +111,16 @@ void HostActivityIndex::measure(uint32_t thread, const IntervalSet& set,
   auto it = segments_.find(thread);
   for (const Interval& iv : set.intervals()) {
     int64_t covered = 0;
-    if (it != segments_.end()) {
-      const std::vector<Segment>& segs = it->second;
-      auto s = std::lower_bound(segs.begin(), segs.end(), iv.start,
-                                [](const Segment& seg, int64_t t) { return seg.end_ns <= t; });
-      for (; s != segs.end() && s->start_ns < iv.end; ++s) {
-        const int64_t overlap = std::min(s->end_ns, iv.end) - std::max(s->start_ns, iv.start);
+    if (it != segments_.end() && !it->second.empty()) {
+      const std::vector<Boundary>& b = it->second;
+      // The segment holding iv.start: the last boundary at or before it (none: uncovered time).
+      auto s = std::upper_bound(b.begin(), b.end(), iv.start,
+                                [](int64_t t, const Boundary& x) { return t < x.start_ns; });
+      if (s != b.begin()) --s;
+      for (; s != b.end() && s->start_ns < iv.end; ++s) {
+        if (s->name == kNoName) continue;
+        const int64_t seg_end = s + 1 != b.end() ? (s + 1)->start_ns : INT64_MAX;
+        const int64_t overlap = std::min(seg_end, iv.end) - std::max(s->start_ns, iv.start);
         if (overlap <= 0) continue;
         out[s->name] += overlap;
         covered += overlap;

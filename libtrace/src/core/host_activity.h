@@ -8,6 +8,8 @@
 // segments labelled with their innermost range, so a gap's host part is measured in O(log n) per
 // interval. Time covered by no range is labelled kNoName (plain Python, or waiting on something
 // the profiler did not trace). Ranges that overlap without nesting are clipped to their parent.
+// A thread's segments are kept as boundaries (a start and its label; each segment ends where the
+// next begins, the last boundary is a kNoName one), 16 bytes a segment.
 #pragma once
 
 #include <cstdint>
@@ -36,17 +38,22 @@ class HostActivityIndex {
     int64_t start_ns = 0;
     int64_t end_ns = 0;
     NameId name = kNoName;
-    uint32_t thread = 0;  // pending ranges only (24 bytes either way)
+    uint32_t thread = 0;
+  };
+  // Where the innermost activity changes: from start_ns to the next boundary it is `name`.
+  struct Boundary {
+    int64_t start_ns = 0;
+    NameId name = kNoName;
   };
   // `ranges`: one thread's, sorted by start, outer first at equal starts.
-  static std::vector<Segment> flatten(std::span<const Segment> ranges);
+  static std::vector<Boundary> flatten(std::span<const Segment> ranges);
   template <typename Order>
   void sort_by_thread(Order order);
 
   // Every thread's ranges in one vector (sized once), sorted by thread at build: per-thread
   // vectors grown by doubling cost more in copies and page faults than the index itself.
   std::vector<Segment> pending_;
-  std::unordered_map<uint32_t, std::vector<Segment>> segments_;  // by thread, sorted, disjoint
+  std::unordered_map<uint32_t, std::vector<Boundary>> segments_;  // by thread, in time order
 };
 
 }  // namespace stepwatch

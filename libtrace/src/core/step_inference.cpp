@@ -4,9 +4,12 @@
 #include <cstdio>
 #include <limits>
 #include <span>
+#include <tuple>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
+#include "core/hinted_search.h"
 #include "stepwatch/core/classify.h"
 
 
@@ -144,51 +147,92 @@ struct LaunchSequence {
 };
 
 // Every GPU record of each stream (those queued before the capture included), by start: where the
-// GPU finished the work queued on a record's stream before it.
+// GPU finished the work queued on a record's stream before it. Starts and running ends are kept
+// side by side in flat arrays (a lookup's binary search reads no event), built once per pass and
+// shared by the sequence and the optimizer bounds.
 class StreamIndex {
  public:
   explicit StreamIndex(std::span<const Event> events) {
+    std::unordered_map<uint32_t, size_t> slot_of;
+    size_t last = SIZE_MAX;  // records come in runs of one stream's
     for (const Event& e : events) {
-      if (e.is_gpu_record()) by_stream_[e.stream].push_back(&e);
+      if (!e.is_gpu_record()) continue;
+      if (last == SIZE_MAX || streams_[last].id != e.stream) {
+        const auto [it, added] = slot_of.try_emplace(e.stream, streams_.size());
+        if (added) streams_.push_back(Stream{e.stream, {}, {}});
+        last = it->second;
+      }
+      streams_[last].starts.push_back(e.start_ns);
+      streams_[last].ends.push_back(e.end_ns);
     }
-    for (auto& [stream, list] : by_stream_) {
-      sort_pointers_by_start(list);
-      std::vector<int64_t>& ends = prefix_end_[stream];
-      for (const Event* e : list) ends.push_back(std::max(ends.empty() ? e->end_ns : ends.back(), e->end_ns));
+    for (Stream& s : streams_) {
+      if (!std::is_sorted(s.starts.begin(), s.starts.end())) {
+        // Which of equal starts comes first does not matter: a lookup reads the ends of all
+        // records that started before the one asked about.
+        std::vector<std::pair<int64_t, int64_t>> by_start(s.starts.size());
+        for (size_t k = 0; k < by_start.size(); ++k) by_start[k] = {s.starts[k], s.ends[k]};
+        std::sort(by_start.begin(), by_start.end());
+        for (size_t k = 0; k < by_start.size(); ++k) std::tie(s.starts[k], s.ends[k]) = by_start[k];
+      }
+      for (size_t k = 1; k < s.ends.size(); ++k) s.ends[k] = std::max(s.ends[k], s.ends[k - 1]);
     }
   }
   // The latest end among the records of `r`'s stream that started before it (INT64_MIN: none).
   int64_t prev_end(const Event& r) const {
-    auto it = by_stream_.find(r.stream);
-    if (it == by_stream_.end()) return std::numeric_limits<int64_t>::min();
-    const auto before = std::lower_bound(it->second.begin(), it->second.end(), r.start_ns,
-                                         [](const Event* x, int64_t t) { return x->start_ns < t; });
-    if (before == it->second.begin()) return std::numeric_limits<int64_t>::min();
-    return prefix_end_.at(r.stream)[static_cast<size_t>(before - it->second.begin()) - 1];
+    const Stream* s = find(r.stream);
+    if (s == nullptr) return std::numeric_limits<int64_t>::min();
+    const size_t before =
+        lower_bound_from(s->starts.size(), s->hint, [&](size_t k) { return s->starts[k] < r.start_ns; });
+    if (before == 0) return std::numeric_limits<int64_t>::min();
+    return s->ends[before - 1];
   }
 
  private:
-  std::unordered_map<uint32_t, std::vector<const Event*>> by_stream_;
-  std::unordered_map<uint32_t, std::vector<int64_t>> prefix_end_;  // running max of end, by start
+  struct Stream {
+    uint32_t id = 0;
+    std::vector<int64_t> starts;  // sorted
+    std::vector<int64_t> ends;    // running max of end, in start order
+    mutable size_t hint = 0;      // the last lookup's answer (an index is one thread's)
+  };
+  // A trace has a handful of streams: a scan beats a hash, the last one found first.
+  const Stream* find(uint32_t stream) const {
+    if (last_found_ < streams_.size() && streams_[last_found_].id == stream) return &streams_[last_found_];
+    for (size_t k = 0; k < streams_.size(); ++k) {
+      if (streams_[k].id == stream) {
+        last_found_ = k;
+        return &streams_[k];
+      }
+    }
+    return nullptr;
+  }
+  std::vector<Stream> streams_;
+  mutable size_t last_found_ = 0;
 };
 
 // `force_by_launch`: 1 or 0 to keep the order chosen at the lock, -1 to choose.
-LaunchSequence build_sequence(std::span<const Event> events, int force_by_launch) {
+LaunchSequence build_sequence(std::span<const Event> events, const StreamIndex& streams, int force_by_launch) {
   // Launching calls by correlation (the earliest call of a correlation stands for it).
   const ByCorrelation call_of(events, [](const Event& e) { return e.kind == EventKind::kApiCall; }, true);
-  std::unordered_map<uint32_t, std::vector<const Event*>> calls_by_thread;
+  struct ThreadCalls {
+    std::vector<const Event*> list;  // by start
+    size_t hint = 0;                 // lower_bound_from's
+  };
+  std::unordered_map<uint32_t, ThreadCalls> calls_by_thread;
   uint32_t last_thread = 0;
-  std::vector<const Event*>* last_list = nullptr;  // calls come in runs of one thread's
+  ThreadCalls* last_calls = nullptr;  // calls come in runs of one thread's
+  size_t gpu_records = 0;
   for (const Event& e : events) {
+    gpu_records += e.is_gpu_record();
     if (e.kind != EventKind::kApiCall) continue;
-    if (last_list == nullptr || e.thread != last_thread) {
+    if (last_calls == nullptr || e.thread != last_thread) {
       last_thread = e.thread;
-      last_list = &calls_by_thread[e.thread];  // references into an unordered_map stay valid
+      last_calls = &calls_by_thread[e.thread];  // references into an unordered_map stay valid
     }
-    last_list->push_back(&e);
+    last_calls->list.push_back(&e);
   }
-  for (auto& [thread, list] : calls_by_thread) sort_pointers_by_start(list);
+  for (auto& [thread, calls] : calls_by_thread) sort_pointers_by_start(calls.list);
   LaunchSequence seq;
+  seq.recs.reserve(gpu_records);
   size_t launched = 0;
   for (const Event& e : events) {
     if (!e.is_gpu_record()) continue;
@@ -216,18 +260,22 @@ LaunchSequence build_sequence(std::span<const Event> events, int force_by_launch
   seq.begin.assign(total, 0);
   seq.known.assign(total, 0);
   seq.stream_prev_end.assign(total, std::numeric_limits<int64_t>::min());
-  const StreamIndex streams(events);
   for (size_t i = 0; i < total; ++i) seq.stream_prev_end[i] = streams.prev_end(*seq.recs[i].event);
   int64_t gpu_end = std::numeric_limits<int64_t>::min();
+  last_calls = nullptr;
   for (size_t i = 0; i < total; ++i) {
     const Event& e = *seq.recs[i].event;
     if (const Event* call = seq.recs[i].launcher) {
-      const auto& list = calls_by_thread[call->thread];
-      auto it = std::lower_bound(list.begin(), list.end(), call->start_ns,
-                                 [](const Event* x, int64_t t) { return x->start_ns < t; });
+      if (last_calls == nullptr || call->thread != last_thread) {
+        last_thread = call->thread;
+        last_calls = &calls_by_thread[call->thread];
+      }
+      const std::vector<const Event*>& list = last_calls->list;
+      const size_t at = lower_bound_from(list.size(), last_calls->hint,
+                                         [&](size_t k) { return list[k]->start_ns < call->start_ns; });
       seq.begin[i] = call->start_ns;
-      if (it != list.begin()) {
-        const int64_t prev_end = (*std::prev(it))->end_ns;
+      if (at > 0) {
+        const int64_t prev_end = list[at - 1]->end_ns;
         seq.known[i] = 1;
         if (prev_end <= call->start_ns) {
           seq.pause[i] = call->start_ns - prev_end;
@@ -438,14 +486,12 @@ int64_t median_spacing(const std::vector<int64_t>& bounds) {
 // them (bounds_of's rule), through the first GPU record launched at or after each. Live (not
 // `final`), a boundary whose deciding record may still be missing — a call after it that creates
 // GPU work has no record in the data yet — waits, with every later one.
-std::vector<int64_t> align_host_bounds(std::span<const Event> events, const std::vector<int64_t>& host, bool final) {
-  const ByCorrelation record_of(events, [](const Event& e) { return e.is_gpu_record(); }, false);
+std::vector<int64_t> align_host_bounds(std::span<const Event> events, const StreamIndex& streams,
+                                       const std::vector<int64_t>& host, bool final) {
   int64_t gpu_end = std::numeric_limits<int64_t>::min();
-  for (const Event& e : events) {
-    if (e.is_gpu_record()) gpu_end = std::max(gpu_end, e.end_ns);
-  }
   std::vector<const Event*> calls;  // calls that create GPU work, by start
   for (const Event& e : events) {
+    if (e.is_gpu_record()) gpu_end = std::max(gpu_end, e.end_ns);
     const ApiClass c = e.api_class();
     if (e.kind == EventKind::kApiCall && e.correlation != 0 &&
         (is_enqueue(c) || c == ApiClass::kMemcpySync || c == ApiClass::kMemsetSync)) {
@@ -453,16 +499,43 @@ std::vector<int64_t> align_host_bounds(std::span<const Event> events, const std:
     }
   }
   sort_pointers_by_start(calls);
-  const StreamIndex streams(events);
+  // The first call at or after each boundary, then the first GPU record of each of those calls'
+  // correlations: one boundary a step, so the records are found by a pass over the events that
+  // looks up a few dozen ids, not through an index of every record.
+  std::vector<const Event*> call_after(host.size(), nullptr);
+  std::vector<uint64_t> wanted;
+  for (size_t k = 0; k < host.size(); ++k) {
+    auto c = std::lower_bound(calls.begin(), calls.end(), host[k],
+                              [](const Event* x, int64_t t) { return x->start_ns < t; });
+    if (c == calls.end()) continue;
+    call_after[k] = *c;
+    wanted.push_back((*c)->correlation);
+  }
+  std::sort(wanted.begin(), wanted.end());
+  wanted.erase(std::unique(wanted.begin(), wanted.end()), wanted.end());
+  std::vector<const Event*> record_of_wanted(wanted.size(), nullptr);
+  if (!wanted.empty()) {
+    for (const Event& e : events) {
+      if (!e.is_gpu_record() || e.correlation < wanted.front() || e.correlation > wanted.back()) continue;
+      const auto w = std::lower_bound(wanted.begin(), wanted.end(), e.correlation);
+      if (w == wanted.end() || *w != e.correlation) continue;
+      const Event*& slot = record_of_wanted[static_cast<size_t>(w - wanted.begin())];
+      if (slot == nullptr) slot = &e;  // the first seen
+    }
+  }
+  auto record_of = [&](const Event* call) -> const Event* {
+    const auto w = std::lower_bound(wanted.begin(), wanted.end(), call->correlation);
+    return record_of_wanted[static_cast<size_t>(w - wanted.begin())];
+  };
   std::vector<int64_t> out;
-  for (int64_t h : host) {
-    auto c = std::lower_bound(calls.begin(), calls.end(), h, [](const Event* x, int64_t t) { return x->start_ns < t; });
-    const Event* r = c == calls.end() ? nullptr : record_of.find((*c)->correlation);
+  for (size_t k = 0; k < host.size(); ++k) {
+    const int64_t h = host[k];
+    const Event* r = call_after[k] == nullptr ? nullptr : record_of(call_after[k]);
     if (!final && r == nullptr) break;  // its record may still come
     int64_t b = h;
     if (r != nullptr) {
       b = std::max(h, streams.prev_end(*r));
-    } else if (c == calls.end()) {
+    } else if (call_after[k] == nullptr) {
       b = std::max(h, gpu_end);  // nothing launched after it (the data's last step): all the work ended
     }
     out.push_back(std::max(b, out.empty() ? b : out.back()));
@@ -530,13 +603,14 @@ std::optional<std::vector<StepWindow>> StepInferrer::lock(std::span<const Event>
   std::vector<int64_t> bounds;
   std::string first_name;
   std::vector<int64_t> ends = optimizer_ends(events, names, &first_name);
-  LaunchSequence seq = build_sequence(events, -1);
+  const StreamIndex streams(events);
+  LaunchSequence seq = build_sequence(events, streams, -1);
   by_launch_ = seq.by_launch ? 1 : 0;
   int64_t tail_key = std::numeric_limits<int64_t>::max();  // the last step's GPU work is launched from here
   if (static_cast<int>(ends.size()) >= params_.min_optimizer_ranges) {
     inference_.method = kInferredFromOptimizer;
     inference_.description = "the ends of " + std::to_string(ends.size()) + " optimizer ranges ('" + first_name + "')";
-    bounds = align_host_bounds(events, ends, final);
+    bounds = align_host_bounds(events, streams, ends, final);
     if (!bounds.empty()) last_host_bound_ = ends[bounds.size() - 1];
     tail_key = last_host_bound_;
   } else {
@@ -592,14 +666,15 @@ std::vector<StepWindow> StepInferrer::take_ready(std::span<const Event> events, 
                                                  Interval extent, int64_t limit_ns, bool final) {
   if (!locked_) return {};
   std::vector<int64_t> bounds;
-  const LaunchSequence seq = build_sequence(events, by_launch_);
+  const StreamIndex streams(events);
+  const LaunchSequence seq = build_sequence(events, streams, by_launch_);
   int64_t tail_key = last_host_bound_;
   if (inference_.method == kInferredFromOptimizer) {
     std::vector<int64_t> ends;
     for (int64_t end : optimizer_ends(events, names, nullptr)) {
       if (end > last_host_bound_ && end <= limit_ns) ends.push_back(end);
     }
-    for (int64_t b : align_host_bounds(events, ends, final)) {
+    for (int64_t b : align_host_bounds(events, streams, ends, final)) {
       if (b > limit_ns) break;
       last_host_bound_ = ends[bounds.size()];
       bounds.push_back(b);
