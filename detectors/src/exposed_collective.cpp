@@ -45,8 +45,8 @@ void ExposedCollectiveDetector::on_step(const StepView& step, FindingSink& sink)
                    "misuse, comm hooks; FSDP forward/backward prefetch.";
   std::string layers_text;
   if (a2a_layers) {
-    layers_text = " All-to-all: " + std::to_string(a2a.layers) + " layers (" + std::to_string(a2a.kernels) +
-                  " kernels), " + format_ms(a2a.a2a_ns) + " (" + format_ms(a2a.exposed_ns) + " exposed, worst kernel " + format_ms(a2a.max_exposed_ns) + ") vs " +
+    layers_text = " All-to-all: " + std::to_string(a2a.layers) + (a2a.layers == 1 ? " layer (" : " layers (") +
+                  std::to_string(a2a.kernels) + (a2a.kernels == 1 ? " kernel), " : " kernels), ") + format_ms(a2a.a2a_ns) + " (" + format_ms(a2a.exposed_ns) + " exposed, worst kernel " + format_ms(a2a.max_exposed_ns) + ") vs " +
                   format_ms(a2a.expert_compute_ns) + " of expert compute between dispatch and combine";
     if (a2a.expert_compute_ns > 0) {
       char ratio[32];
