@@ -60,6 +60,44 @@ TEST(CorpusAnalysis, DfIndexResolverHasAFullyExposedAllReduceEveryStep) {
   EXPECT_NEAR(r.summary.comm_comp_overlap_pct, 0.0, 1.0);
 }
 
+TEST(CorpusAnalysis, RecommendationModelsAllToAllsAreEmbeddingTablesNotExperts) {
+  // hta-trace_diff-* and hta-sampled-2ranks are TorchRec/FBGEMM recommendation models (split_embedding
+  // kernels, All2All_Pooled_* and sparse_data_dist ranges): their all-to-alls move sparse features and
+  // pooled embeddings between the tables' ranks. No MoE words, no dispatch/combine layers.
+  STEPWATCH_REQUIRE_CORPUS();
+  for (const char* file : {"hta-trace_diff-control/control.json.gz", "hta-trace_diff-test/test.json.gz",
+                           "hta-sampled-2ranks/sampled_rank-0.json.gz", "hta-sampled-2ranks/sampled_rank-1.json.gz"}) {
+    SCOPED_TRACE(file);
+    const RankResult r = analyze_file(corpus_dir() / "kineto" / file);
+    const auto exposed = findings_of(r, "exposed_collective");
+    ASSERT_FALSE(exposed.empty());
+    int named = 0;
+    for (const Finding* f : exposed) {
+      SCOPED_TRACE(f->message);
+      EXPECT_EQ(f->message.find("expert"), std::string::npos);
+      EXPECT_EQ(f->message.find("EP axis"), std::string::npos);
+      bool layers = false;
+      for (const auto& [key, value] : f->evidence) layers |= key == "a2a_layers";
+      EXPECT_FALSE(layers);
+      if (f->message.find("All-to-all of sharded embedding tables (TorchRec)") != std::string::npos) ++named;
+    }
+    EXPECT_EQ(named, static_cast<int>(exposed.size()));
+    // Every step's all-to-all kernels fall in one of the two distributions.
+    for (const StepView& v : r.steps) {
+      const AllToAllStat& a = v.all_to_all;
+      EXPECT_EQ(a.layered.kernels, 0) << "step " << v.step;
+      EXPECT_EQ(a.sparse_features.kernels + a.embeddings_forward.kernels + a.embeddings_backward.kernels, a.kernels);
+    }
+  }
+  // trace_diff's pipeline runs the input distribution a batch ahead (## sparse_data_dist ##).
+  const RankResult control = analyze_file(corpus_dir() / "kineto/hta-trace_diff-control/control.json.gz");
+  for (const StepView& v : control.steps) {
+    EXPECT_TRUE(v.all_to_all.sparse_features_ahead) << "step " << v.step;
+    EXPECT_GT(v.all_to_all.embeddings_forward.kernels, 0) << "step " << v.step;
+    EXPECT_GT(v.all_to_all.embeddings_backward.kernels, 0) << "step " << v.step;
+  }
+}
+
 TEST(CorpusAnalysis, NsResolutionHealthyStepsStaySilent) {
   STEPWATCH_REQUIRE_CORPUS();
   const RankResult r = analyze_file(corpus_dir() / "kineto/hta-ns_resolution/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz");

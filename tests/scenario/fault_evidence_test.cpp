@@ -92,6 +92,52 @@ TEST(AllToAllScenario, SendRecvOutsideAnAllToAllAndAllReducesAreNoLayers) {
   }
 }
 
+// ---- exposed all-to-all of sharded embedding tables (recommendation models) ------------------------
+
+TEST(EmbeddingAllToAllScenario, ExposedEmbeddingAllToAllsNameTheTablesNotExperts) {
+  const AnalyzedRun a = analyze_scenario("recsys_exposed_a2a", {.steps = kSteps});
+  const auto found = a.findings("exposed_collective");
+  ASSERT_GE(found.size(), static_cast<size_t>(kSteps - 1)) << describe_findings(a.result);
+  int judged = 0;
+  for (const Finding& f : found) {
+    SCOPED_TRACE(f.message);
+    // Every step's all-to-alls are SendRecv kernels: without their launch ranges (launched before the
+    // capture) nothing names them, and no step calls them MoE layers either way.
+    EXPECT_FALSE(has_evidence(f, "a2a_layers"));
+    EXPECT_EQ(f.message.find("expert"), std::string::npos);
+    if (!has_evidence(f, "a2a_purpose")) continue;
+    ++judged;
+    EXPECT_EQ(evidence<std::string>(f, "a2a_purpose"), "embedding_sharding");
+    // 3 ms forward (the interaction waits), 3 ms backward (the tables' update waits): all exposed.
+    EXPECT_NEAR(evidence<double>(f, "embeddings_forward_exposed_ms"), 3.0, 0.01);
+    EXPECT_NEAR(evidence<double>(f, "embeddings_backward_exposed_ms"), 3.0, 0.01);
+    EXPECT_EQ(evidence<int64_t>(f, "embeddings_a2a_kernels"), 2);
+    // The next batch's sparse features, a batch ahead, hidden by backward.
+    EXPECT_EQ(evidence<int64_t>(f, "sparse_features_a2a_kernels"), 2);
+    EXPECT_NEAR(evidence<double>(f, "sparse_features_a2a_ms"), 0.8, 0.01);
+    EXPECT_LT(evidence<double>(f, "sparse_features_exposed_ms"), 0.05);
+    EXPECT_EQ(evidence<int64_t>(f, "sparse_features_ahead"), 1);
+    EXPECT_NE(f.message.find("All-to-all of sharded embedding tables (TorchRec)"), std::string::npos);
+    EXPECT_NE(f.message.find("EmbeddingShardingPlanner"), std::string::npos);
+    EXPECT_EQ(evidence<std::vector<std::string>>(f, "collectives"), std::vector<std::string>{"SendRecv"});
+  }
+  EXPECT_GE(judged, 5);
+}
+
+TEST(EmbeddingAllToAllScenario, PipelinedEmbeddingAllToAllsAreSilent) {
+  const AnalyzedRun a = analyze_scenario("recsys_overlapped_a2a", {.steps = kSteps});
+  for (const StepView& v : a.result.steps) {
+    if (v.step >= kFirstFullyLaunchedStep) {  // premise: the all-to-alls are there, and named
+      EXPECT_EQ(v.all_to_all.embeddings_forward.kernels, 1) << describe_step(v);
+      EXPECT_EQ(v.all_to_all.embeddings_backward.kernels, 1) << describe_step(v);
+      EXPECT_EQ(v.all_to_all.sparse_features.kernels, 2) << describe_step(v);
+      EXPECT_EQ(v.all_to_all.layered.kernels, 0) << describe_step(v);
+    }
+    EXPECT_LE(v.all_to_all.exposed_ns, v.all_to_all.a2a_ns / 100) << describe_step(v);
+  }
+  EXPECT_TRUE(a.result.findings.empty()) << describe_findings(a.result);
+}
+
 // ---- throttle with NVML samples --------------------------------------------------------------------
 
 struct ClockPlan {
@@ -179,7 +225,7 @@ TEST(ThrottleNvmlScenario, ALowerClockWithoutSlowerKernelsIsSilent) {
 }
 
 TEST(ThrottleNvmlScenario, HealthyScenariosWithSamplesStaySilent) {
-  for (const char* name : {"gpu_bound", "ddp_overlap", "moe_overlapped_a2a"}) {
+  for (const char* name : {"gpu_bound", "ddp_overlap", "moe_overlapped_a2a", "recsys_overlapped_a2a"}) {
     synthetic::SyntheticRun run = synthetic::make_scenario(name, {.steps = kSteps});
     add_nvml_samples(run, {});
     const RankResult r = analyze(run.trace);

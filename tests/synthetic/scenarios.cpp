@@ -31,7 +31,7 @@ void item_sync_config(WorkloadConfig& c, double m) {
 // backward and 16 optimizer kernels of ~200 µs (~32 ms of GPU time), ~20 µs of host time per
 // launch, a 0.2 ms DataLoader wait, a pinned 16 MiB input copy. GPU-bound: the host runs ahead
 // by a full launch queue and the GPU never idles.
-const std::array<ScenarioEntry, 16> kScenarios = {{
+const std::array<ScenarioEntry, 18> kScenarios = {{
     {"gpu_bound", "healthy: GPU-bound loop, host a full launch queue ahead; no finding expected",
      [](WorkloadConfig&, double) {}},
     {"ddp_overlap",
@@ -124,6 +124,21 @@ const std::array<ScenarioEntry, 16> kScenarios = {{
        c.moe_layers = 8;
        c.a2a_ns = scaled(600'000, m);
      }},
+    {"recsys_overlapped_a2a",
+     "healthy: a recommendation model with sharded embedding tables (TorchRec/FBGEMM), pipelined: the pooled "
+     "embeddings' all-to-all (1.5 ms forward, 1.5 ms backward) and the next batch's sparse-feature distribution "
+     "(2 x 0.4 ms, ## sparse_data_dist ##) run while the compute stream works on (TrainPipelineSemiSync); no "
+     "finding expected",
+     [](WorkloadConfig& c, double) {
+       c.embedding_a2a_ns = 1'500'000;
+       c.a2a_overlapped = true;
+     }},
+    {"recsys_exposed_a2a",
+     "exposed_collective: a recommendation model with sharded embedding tables (TorchRec/FBGEMM): the "
+     "interaction waits for the pooled embeddings' all-to-all (All2All_Pooled_Req) and the tables' backward "
+     "for their gradients' (All2All_Pooled_WaitBackward), 3 ms x magnitude each: ~6 ms x magnitude exposed "
+     "per step; the next batch's sparse-feature distribution (## sparse_data_dist ##) stays hidden by backward",
+     [](WorkloadConfig& c, double m) { c.embedding_a2a_ns = scaled(3'000'000, m); }},
     {"allocator_churn",
      "allocator_churn: 4 caching-allocator misses mid-forward per step, each a cudaFree that synchronizes the "
      "device (then 0.3 ms x magnitude) and a 0.5 ms x magnitude cudaMalloc; every 4th step the first "

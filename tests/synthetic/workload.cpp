@@ -69,6 +69,19 @@ constexpr std::string_view kExpertKernel =
     "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel";
 constexpr std::string_view kAllToAllKernel = "ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)";
 constexpr std::string_view kAllToAllRange = "nccl:all_to_all";
+// TorchRec / FBGEMM: the table-batched embedding kernels and the ranges around the embedding
+// all-to-alls (torchrec/distributed/comm_ops.py, dist_data.py, train_pipeline.py).
+constexpr std::string_view kEmbeddingForwardKernel =
+    "void split_embedding_codegen_forward_unweighted_kernel<float, float, float, long, 1ul>("
+    "at::GenericPackedTensorAccessor<float, 1ul, at::RestrictPtrTraits, long>)";
+constexpr std::string_view kEmbeddingBackwardKernel =
+    "void split_embedding_backward_codegen_rowwise_adagrad_unweighted_kernel_cta_per_row_1<float, float, float, "
+    "1ul>(at::GenericPackedTensorAccessor<float, 2ul, at::RestrictPtrTraits, int>)";
+constexpr std::string_view kEmbeddingsForwardRange = "All2All_Pooled_Req";
+constexpr std::string_view kEmbeddingsBackwardRange = "All2All_Pooled_WaitBackward";
+constexpr std::string_view kSparseDataDistRange = "## sparse_data_dist ##";
+constexpr std::array<std::string_view, 2> kSparseFeatureRanges = {"## all2all_data:lengths ##",
+                                                                  "## all2all_data:indices ##"};
 constexpr std::string_view kDataLoaderRange = "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__";
 constexpr std::string_view kOptimizerRange = "Optimizer.step#AdamW.step";
 
@@ -332,9 +345,12 @@ class Model {
     return end;
   }
 
-  // An MoE all-to-all: the "nccl:all_to_all" host range around the NCCL launch, the NCCL stream
-  // waiting for the compute stream (the tokens are ready). Returns the kernel's end.
-  int64_t all_to_all(int64_t gpu_ns) {
+  // An all-to-all: the "nccl:all_to_all" host range around the NCCL launch (and, when given, the
+  // caller's range around that: an autograd function, a pipeline stage), the NCCL stream waiting
+  // for the compute stream (the tokens are ready). Returns the kernel's end.
+  int64_t all_to_all(int64_t gpu_ns, std::string_view outer = {}) {
+    const int64_t outer_start = now_;
+    if (!outer.empty()) python(2'000);
     const int64_t range_start = now_;
     python(cfg_.host_gap_ns);
     const int64_t ready = tail(cfg_.compute_stream);
@@ -345,7 +361,16 @@ class Model {
     const int64_t end = enqueue("cuLaunchKernelEx", EventKind::kKernel, kAllToAllKernel, cfg_.comm_stream, gpu_ns,
                                 ready, Role::kComm);
     add_host(EventKind::kRange, kAllToAllRange, range_start, now_, Role::kNone);
+    if (!outer.empty()) add_host(EventKind::kRange, outer, outer_start, now_, Role::kNone);
     return end;
+  }
+
+  // The next batch's input distribution (TrainPipelineSparseDist's sparse_data_dist): the sparse
+  // features' lengths and ids sent to the tables' ranks; nothing in this step waits for them.
+  void sparse_data_dist() {
+    const int64_t start = now_;
+    for (std::string_view range : kSparseFeatureRanges) all_to_all(cfg_.sparse_a2a_ns, range);
+    add_host(EventKind::kRange, kSparseDataDistRange, start, now_, Role::kNone);
   }
 
   // One MoE expert block: dispatch, expert matmuls, combine. Returns what the layer's next compute
@@ -449,6 +474,13 @@ class Model {
     int misses_done = 0;
     int64_t layer_dependency = 0;  // an exposed MoE combine the next layer waits for
     const int moe_every = cfg_.moe_layers > 0 ? std::max(1, cfg_.forward_kernels / cfg_.moe_layers) : 0;
+    if (cfg_.embedding_a2a_ns > 0) {
+      // The sparse arch first: the table lookup, then its pooled embeddings sent to the ranks
+      // whose batch they are; the interaction (the next kernel) needs them.
+      launch_compute(kEmbeddingForwardKernel);
+      const int64_t pooled = all_to_all(cfg_.embedding_a2a_ns, kEmbeddingsForwardRange);
+      layer_dependency = cfg_.a2a_overlapped ? 0 : pooled;
+    }
     for (int i = 0; i < cfg_.forward_kernels; ++i) {
       launch_compute(kForwardKernels[static_cast<size_t>(i) % kForwardKernels.size()], layer_dependency);
       layer_dependency = 0;
@@ -478,9 +510,16 @@ class Model {
       for (int b = 0; b + 1 < n; ++b) bucket_ns.push_back((cfg_.allreduce_ns - last) / (n - 1));
       bucket_ns.push_back(last);
     }
+    if (cfg_.embedding_a2a_ns > 0) sparse_data_dist();
     int64_t comm_done = 0;
     size_t next_bucket = 0;
     for (int i = 0; i < cfg_.backward_kernels; ++i) {
+      if (cfg_.embedding_a2a_ns > 0 && i == cfg_.backward_kernels / 2) {
+        // The embeddings' gradients sent back to the tables' ranks; the fused backward-and-update
+        // of the tables needs them.
+        const int64_t grads = all_to_all(cfg_.embedding_a2a_ns, kEmbeddingsBackwardRange);
+        launch_compute(kEmbeddingBackwardKernel, cfg_.a2a_overlapped ? 0 : grads);
+      }
       launch_compute(kBackwardKernels[static_cast<size_t>(i) % kBackwardKernels.size()]);
       after_body_kernel();
       if (cfg_.comm == CommMode::kOverlappedBuckets && next_bucket < bucket_ns.size()) {

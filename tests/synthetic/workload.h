@@ -110,6 +110,16 @@ struct WorkloadConfig {
   int expert_kernels = 4;
   int64_t a2a_ns = 600'000;
   bool a2a_overlapped = false;
+  // A recommendation model's sharded embedding tables (TorchRec with TrainPipelineSparseDist):
+  // `embedding_a2a_ns` > 0 adds, per step, the output distribution's all-to-all in forward — after
+  // the embedding lookup, inside "All2All_Pooled_Req" — which the next forward kernel waits for;
+  // its gradients' all-to-all halfway through backward — inside "All2All_Pooled_WaitBackward" —
+  // which the embedding backward waits for; and after forward the next batch's input distribution,
+  // two all-to-alls of `sparse_a2a_ns` inside "## sparse_data_dist ##" / "## all2all_data:... ##"
+  // that nothing in this step waits for (backward hides them). `a2a_overlapped`
+  // (TrainPipelineSemiSync): nothing waits for the output distribution either.
+  int64_t embedding_a2a_ns = 0;
+  int64_t sparse_a2a_ns = 400'000;
 
   double pinned_gb_per_s = 20.0;     // bytes per ns == GB/s
   double pageable_gb_per_s = 6.0;
@@ -214,10 +224,10 @@ struct SyntheticRun {
 // Runs the model.
 SyntheticRun generate(const WorkloadConfig& config);
 
-// Scenario factory. Healthy: `gpu_bound`, `ddp_overlap`, `moe_overlapped_a2a`. Faulty: `moe_exposed_a2a`,
-// `slow_dataloader`, `item_sync`,
-// `pageable_copy`, `serialized_allreduce`, `launch_bound`, `sync_copy`, `slow_h2d`,
-// `allocator_churn`. `no_marks` is `gpu_bound` without step ranges; any name with the suffix
+// Scenario factory. Healthy: `gpu_bound`, `ddp_overlap`, `moe_overlapped_a2a`, `recsys_overlapped_a2a`.
+// Faulty: `moe_exposed_a2a`, `recsys_exposed_a2a`, `slow_dataloader`, `item_sync`, `pageable_copy`,
+// `serialized_allreduce`, `launch_bound`, `sync_copy`, `slow_h2d`, `allocator_churn` and the rest of
+// scenarios.cpp. `no_marks` is `gpu_bound` without step ranges; any name with the suffix
 // `+no_marks` (e.g. `item_sync+no_marks`) drops the ranges of that scenario.
 // `magnitude` scales the injected fault (1.0 = the documented size). Throws std::invalid_argument
 // for an unknown name.

@@ -82,6 +82,31 @@ TEST(DescribeCopy, KinetoNames) {
   EXPECT_EQ(describe_copy("garbage").kind, CopyKind::kUnknown);
 }
 
+TEST(AllToAllPurposeOfRange, TorchRecsEmbeddingDistributionsAndNothingElse) {
+  // The output distribution: TorchRec's autograd functions (comm_ops.py) and the ranges inside.
+  EXPECT_EQ(all_to_all_purpose("All2All_Pooled_Req"), AllToAllPurpose::kEmbeddingsForward);
+  EXPECT_EQ(all_to_all_purpose("All2All_Seq_Req"), AllToAllPurpose::kEmbeddingsForward);
+  EXPECT_EQ(all_to_all_purpose("All2Allv_Req"), AllToAllPurpose::kEmbeddingsForward);
+  EXPECT_EQ(all_to_all_purpose("VariableBatchAll2All_Pooled_Req"), AllToAllPurpose::kEmbeddingsForward);
+  EXPECT_EQ(all_to_all_purpose("## alltoall_fwd_single ##"), AllToAllPurpose::kEmbeddingsForward);
+  EXPECT_EQ(all_to_all_purpose("All2All_Pooled_WaitBackward"), AllToAllPurpose::kEmbeddingsBackward);
+  EXPECT_EQ(all_to_all_purpose("autograd::engine::evaluate_function: All2All_Pooled_ReqBackward"),
+            AllToAllPurpose::kEmbeddingsBackward);
+  EXPECT_EQ(all_to_all_purpose("## alltoall_bwd_single ##"), AllToAllPurpose::kEmbeddingsBackward);
+  // The input distribution (dist_data.py), and the pipeline's stage a batch ahead (train_pipeline.py).
+  EXPECT_EQ(all_to_all_purpose("## all2all_data:lengths ##"), AllToAllPurpose::kSparseFeatures);
+  EXPECT_EQ(all_to_all_purpose("## all2all_data:kjt splits ##"), AllToAllPurpose::kSparseFeatures);
+  EXPECT_EQ(all_to_all_purpose("## all2all_tw_data:init ##"), AllToAllPurpose::kSparseFeatures);
+  EXPECT_EQ(all_to_all_purpose("## KJTAllToAllSplitsAwaitable wait() ##"), AllToAllPurpose::kSparseFeatures);
+  EXPECT_EQ(all_to_all_purpose("## sparse_data_dist ##"), AllToAllPurpose::kSparseFeaturesAhead);
+  EXPECT_EQ(all_to_all_purpose("## start_sparse_data_dist ##"), AllToAllPurpose::kSparseFeaturesAhead);
+  // Anything else says nothing about what an all-to-all carries.
+  for (const char* other : {"nccl:all_to_all", "c10d::alltoall_base_", "record_param_comms", "_AllToAll",
+                            "MoEAlltoAllTokenDispatcher", "## forward ##", "ProfilerStep#3", ""}) {
+    EXPECT_EQ(all_to_all_purpose(other), AllToAllPurpose::kUnknown) << other;
+  }
+}
+
 TEST(Blocking, AsyncCopyBlocksOnlyWithPageableMemory) {
   EXPECT_TRUE(is_blocking(ApiClass::kMemcpyAsync, MemoryKind::kPageable));
   EXPECT_FALSE(is_blocking(ApiClass::kMemcpyAsync, MemoryKind::kPinned));

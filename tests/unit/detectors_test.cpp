@@ -5,6 +5,7 @@
 #include "stepwatch/core/detector.h"
 #include "stepwatch/detectors/registry.h"
 #include "detector_test_support.h"
+#include "evidence_support.h"
 
 namespace stepwatch {
 namespace {
@@ -122,6 +123,59 @@ TEST(ExposedCollective, NamesTheCollectiveAndTheFix) {
   hidden.comm_ns = 50'000'000;
   hidden.exposed_comm_ns = 2'000'000;  // overlapped DDP: 2% exposed
   EXPECT_TRUE(judge("exposed_collective", hidden).empty());
+}
+
+TEST(ExposedCollective, EmbeddingTablesAllToAllsGetTheShardingFixNotTheExpertOne) {
+  // A recommendation model's all-to-alls (TorchRec): the embeddings' output distribution the more exposed.
+  StepView v = step_ms(80);
+  v.comm_ns = 30'000'000;
+  v.exposed_comm_ns = 20'000'000;
+  v.collectives.push_back(CollectiveStat{CollectiveType::kSendRecv, 8, 30'000'000, 20'000'000});
+  v.all_to_all.kernels = 8;
+  v.all_to_all.embeddings_forward = {1, 10'000'000, 8'000'000};
+  v.all_to_all.embeddings_backward = {1, 8'000'000, 6'000'000};
+  v.all_to_all.sparse_features = {6, 12'000'000, 6'000'000};
+  v.all_to_all.sparse_features_ahead = true;
+  auto f = judge("exposed_collective", v);
+  ASSERT_EQ(f.size(), 1u);
+  const std::string& m = f[0].message;
+  EXPECT_NE(m.find("All-to-all of sharded embedding tables (TorchRec): embeddings 2 kernels, "
+                   "18.0 ms (14.0 ms exposed: forward 8.0 ms, backward 6.0 ms); sparse-feature distribution 6 "
+                   "kernels, 12.0 ms (6.0 ms exposed, issued a batch ahead)."),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find("EmbeddingShardingPlanner"), std::string::npos) << m;
+  EXPECT_NE(m.find("QCommsConfig"), std::string::npos) << m;
+  EXPECT_EQ(m.find("expert capacity"), std::string::npos) << m;
+  EXPECT_EQ(m.find("EP axis"), std::string::npos) << m;
+  EXPECT_EQ(evidence<std::string>(f[0], "a2a_purpose"), "embedding_sharding");
+  EXPECT_DOUBLE_EQ(evidence<double>(f[0], "embedding_a2a_exposed_ms"), 20.0);
+  EXPECT_FALSE(has_evidence(f[0], "a2a_layers"));
+
+  // The sparse features the more exposed: the pipeline's fix, or, when it already runs them a batch
+  // ahead, fewer ids.
+  v.all_to_all.embeddings_forward = {1, 10'000'000, 1'000'000};
+  v.all_to_all.embeddings_backward = {};
+  v.all_to_all.sparse_features = {6, 12'000'000, 9'000'000};
+  const std::string ahead = judge("exposed_collective", v).at(0).message;
+  EXPECT_NE(ahead.find("already issues this input distribution a batch ahead"), std::string::npos) << ahead;
+  EXPECT_NE(ahead.find("embeddings 1 kernel, 10.0 ms (1.0 ms exposed, forward)"), std::string::npos) << ahead;
+  v.all_to_all.sparse_features_ahead = false;
+  const std::string not_ahead = judge("exposed_collective", v).at(0).message;
+  EXPECT_NE(not_ahead.find("TrainPipelineSparseDist runs it a batch ahead"), std::string::npos) << not_ahead;
+  EXPECT_EQ(not_ahead.find("issued a batch ahead"), std::string::npos) << not_ahead;
+
+  // MoE layers that outweigh the tables keep the expert measurement and its fix.
+  v.all_to_all.layered = {16, 12'000'000, 11'000'000};
+  v.all_to_all.layers = 8;
+  v.all_to_all.expert_compute_ns = 6'000'000;
+  const auto moe = judge("exposed_collective", v);
+  ASSERT_EQ(moe.size(), 1u);
+  EXPECT_NE(moe[0].message.find("All-to-all: 8 layers (16 kernels), 12.0 ms (11.0 ms exposed"), std::string::npos)
+      << moe[0].message;
+  EXPECT_NE(moe[0].message.find("cut its volume (capacity factor"), std::string::npos) << moe[0].message;
+  EXPECT_EQ(evidence<int64_t>(moe[0], "a2a_layers"), 8);
+  EXPECT_FALSE(has_evidence(moe[0], "a2a_purpose"));
 }
 
 TEST(NoStepMarks, OnlyForAPseudoStepAndOnlyOnce) {

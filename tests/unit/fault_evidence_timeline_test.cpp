@@ -43,6 +43,45 @@ TEST(AllToAllLayers, PairsOfAllToAllsAroundTheExpertCompute) {
   EXPECT_EQ(v.all_to_all.expert_compute_ns, us(150 + 50));  // not the attention between layers
 }
 
+TEST(AllToAllLayers, EmbeddingTablesAllToAllsAreTheirOwnPartsNotLayers) {
+  TraceBuilder b;
+  // Forward: the pooled embeddings [0,100) (the autograd function around PyTorch's range), exposed.
+  b.range(0, 6, "All2All_Pooled_Req").range(1, 5, "nccl:all_to_all").launch(2, 3, 1).nccl(0, 100, 1, kSendRecv);
+  b.kernel(100, 200, 0, "interaction");
+  // The next batch's sparse features, a batch ahead: two all-to-alls, one half hidden by backward.
+  b.range(10, 30, "## sparse_data_dist ##");
+  b.range(11, 15, "## all2all_data:lengths ##").range(12, 14, "nccl:all_to_all").launch(12, 13, 2);
+  b.nccl(200, 240, 2, kSendRecv);
+  b.range(16, 20, "## all2all_data:indices ##").range(17, 19, "nccl:all_to_all").launch(17, 18, 3);
+  b.nccl(240, 300, 3, kSendRecv);
+  b.kernel(270, 330, 0, "backward");
+  // Backward: the embeddings' gradients [330,380), exposed; an MoE-like pair of no named purpose after.
+  b.range(40, 46, "All2All_Pooled_WaitBackward").range(41, 45, "nccl:all_to_all").launch(42, 43, 4);
+  b.nccl(330, 380, 4, kSendRecv);
+  b.range(50, 55, "nccl:all_to_all").launch(51, 52, 5).nccl(400, 410, 5, kSendRecv);
+  b.kernel(410, 450, 0, "expert_gemm");
+  b.range(60, 65, "nccl:all_to_all").launch(61, 62, 6).nccl(450, 460, 6, kSendRecv);
+  const StepView v = analyze(b.trace, 0, 500);
+  const AllToAllStat& a = v.all_to_all;
+  EXPECT_EQ(a.kernels, 6);
+  EXPECT_EQ(a.a2a_ns, us(100 + 40 + 60 + 50 + 10 + 10));
+  EXPECT_EQ(a.embeddings_forward.kernels, 1);
+  EXPECT_EQ(a.embeddings_forward.exposed_ns, us(100));
+  EXPECT_EQ(a.embeddings_backward.kernels, 1);
+  EXPECT_EQ(a.embeddings_backward.exposed_ns, us(50));
+  EXPECT_EQ(a.sparse_features.kernels, 2);
+  EXPECT_EQ(a.sparse_features.ns, us(40 + 60));
+  EXPECT_EQ(a.sparse_features.exposed_ns, us(40 + 30));
+  EXPECT_TRUE(a.sparse_features_ahead);
+  EXPECT_EQ(a.embedding_exposed_ns(), us(100 + 50 + 70));
+  // Only the two of no named purpose pair into a layer, with the expert compute between them.
+  EXPECT_EQ(a.layered.kernels, 2);
+  EXPECT_EQ(a.layers, 1);
+  EXPECT_EQ(a.expert_compute_ns, us(40));
+  EXPECT_EQ(a.max_exposed_ns, us(10));
+  EXPECT_EQ(a.exposed_kernels, 2);
+}
+
 TEST(AllToAllLayers, SendRecvWithoutAnAllToAllRangeOrLauncherIsNotOne) {
   TraceBuilder b;
   b.launch(1, 2, 1).nccl(0, 100, 1, kSendRecv);                       // pipeline-parallel send/recv

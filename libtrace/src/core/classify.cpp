@@ -165,6 +165,27 @@ CollectiveType classify_collective_op(std::string_view op) {
   return CollectiveType::kOther;
 }
 
+AllToAllPurpose all_to_all_purpose(std::string_view name) {
+  // TorchRec's output distribution: its autograd functions (All2All_Pooled_*, All2All_Seq_*,
+  // All2Allv_*, VariableBatchAll2All_Pooled_*, backward ones ending in "Backward", also under
+  // "autograd::engine::evaluate_function: ...") and the ranges inside them.
+  const bool output = contains(name, "All2All_Pooled") || contains(name, "All2All_Seq") ||
+                      contains(name, "All2Allv") || contains(name, "alltoall_fwd") ||
+                      contains(name, "alltoall_bwd") || contains(name, "EmbeddingsAllToAll");
+  if (output) {
+    return contains(name, "Backward") || contains(name, "alltoall_bwd") ? AllToAllPurpose::kEmbeddingsBackward
+                                                                          : AllToAllPurpose::kEmbeddingsForward;
+  }
+  // The pipeline's range around the input distribution of the next batch ("## sparse_data_dist ##",
+  // newer "## start_sparse_data_dist ##"), and the input distribution's own ranges
+  // ("## all2all_data:lengths ##", "## all2all_tw_data:init ##", KJTAllToAll's awaitables).
+  if (contains(name, "sparse_data_dist")) return AllToAllPurpose::kSparseFeaturesAhead;
+  if ((contains(name, "all2all_") && contains(name, "data")) || contains(name, "KJTAllToAll")) {
+    return AllToAllPurpose::kSparseFeatures;
+  }
+  return AllToAllPurpose::kUnknown;
+}
+
 namespace {
 MemoryKind memory_from_word(std::string_view w) {
   if (w == "Pageable") return MemoryKind::kPageable;

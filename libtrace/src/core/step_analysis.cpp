@@ -107,27 +107,55 @@ std::vector<HostActivityStat> top_activities(const std::unordered_map<NameId, in
   return out;
 }
 
-// The all-to-all layers of a window (StepView::all_to_all). `kernels`: the all-to-all kernels starting in it (clipped to
-// its end); `compute`: C clipped to it. Times are summed per kernel (the per-layer view), so
-// concurrent all-to-alls count each; CollectiveStat keeps the union.
-AllToAllStat all_to_all_layers(std::vector<Interval> kernels, const IntervalSet& compute) {
+// An all-to-all kernel starting in the window (clipped to its end) and what it carries.
+struct AllToAllKernel {
+  Interval span;
+  AllToAllPurpose purpose = AllToAllPurpose::kUnknown;
+};
+
+// The all-to-all layers of a window (StepView::all_to_all). `kernels`: the all-to-all kernels starting in it;
+// `compute`: C clipped to it. Times are summed per kernel (the per-layer view), so concurrent
+// all-to-alls count each; CollectiveStat keeps the union. Only the kernels of no named purpose are
+// paired into dispatch/combine layers.
+AllToAllStat all_to_all_layers(std::vector<AllToAllKernel> kernels, const IntervalSet& compute) {
   AllToAllStat a;
-  std::sort(kernels.begin(), kernels.end(), [](const Interval& x, const Interval& y) { return x.start < y.start; });
-  for (size_t i = 0; i < kernels.size(); ++i) {
-    const Interval& k = kernels[i];
+  std::sort(kernels.begin(), kernels.end(),
+            [](const AllToAllKernel& x, const AllToAllKernel& y) { return x.span.start < y.span.start; });
+  auto part_of = [&a](AllToAllPurpose p) -> AllToAllPart& {
+    switch (p) {
+      case AllToAllPurpose::kSparseFeatures:
+      case AllToAllPurpose::kSparseFeaturesAhead: return a.sparse_features;
+      case AllToAllPurpose::kEmbeddingsForward: return a.embeddings_forward;
+      case AllToAllPurpose::kEmbeddingsBackward: return a.embeddings_backward;
+      case AllToAllPurpose::kUnknown: break;
+    }
+    return a.layered;
+  };
+  const Interval* dispatch = nullptr;  // a layered kernel waiting for its combine
+  for (const AllToAllKernel& kernel : kernels) {
+    const Interval& k = kernel.span;
     const int64_t length = k.end - k.start;
     const int64_t exposed = length - compute.measure_within(k.start, k.end);
     ++a.kernels;
     a.a2a_ns += length;
     a.exposed_ns += exposed;
+    AllToAllPart& part = part_of(kernel.purpose);
+    ++part.kernels;
+    part.ns += length;
+    part.exposed_ns += exposed;
+    a.sparse_features_ahead |= kernel.purpose == AllToAllPurpose::kSparseFeaturesAhead;
+    if (kernel.purpose != AllToAllPurpose::kUnknown) continue;
     if (2 * exposed > length) ++a.exposed_kernels;
     a.max_exposed_ns = std::max(a.max_exposed_ns, exposed);
-    // Dispatch (even index) to combine (the next one): the experts ran in between.
-    if (i % 2 == 0 && i + 1 < kernels.size() && kernels[i + 1].start > k.end) {
-      a.expert_compute_ns += compute.measure_within(k.end, kernels[i + 1].start);
+    // Dispatch, then combine: the experts ran in between.
+    if (dispatch == nullptr) {
+      dispatch = &k;
+    } else {
+      if (k.start > dispatch->end) a.expert_compute_ns += compute.measure_within(dispatch->end, k.start);
+      dispatch = nullptr;
     }
   }
-  a.layers = (a.kernels + 1) / 2;
+  a.layers = (a.layered.kernels + 1) / 2;
   return a;
 }
 
@@ -250,7 +278,7 @@ struct GpuScan {
   std::map<CollectiveType, uint64_t> bytes_by_type;
   std::vector<int64_t> kernel_ns;
   std::unordered_map<NameId, KernelStat> by_kernel;
-  std::vector<Interval> all_to_all;  // all-to-all kernels starting in the window
+  std::vector<AllToAllKernel> all_to_all;  // all-to-all kernels starting in the window
   std::vector<int16_t> devices;      // devices with GPU records in the window
 };
 
@@ -274,7 +302,9 @@ GpuScan scan_gpu_records(StepView& v, const Timeline& tl, int64_t s, int64_t e) 
     if (r.is_comm_kernel()) g.by_type[r.collective].push_back({std::max(r.start_ns, s), std::min(r.end_ns, e)});
     if (r.is_comm_kernel() && r.start_ns >= s) g.bytes_by_type[r.collective] += r.bytes;
     if (r.start_ns < s) continue;
-    if (r.is_comm_kernel() && tl.is_all_to_all(r)) g.all_to_all.push_back({r.start_ns, std::min(r.end_ns, e)});
+    if (r.is_comm_kernel() && tl.is_all_to_all(r)) {
+      g.all_to_all.push_back({{r.start_ns, std::min(r.end_ns, e)}, tl.all_to_all_purpose(r)});
+    }
     ++v.kernels;
     if (const Event* launch = tl.launcher_of(r)) {
       ++v.launched_kernels;

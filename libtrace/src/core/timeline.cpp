@@ -35,6 +35,7 @@ Timeline::Timeline(std::span<const Event> events, const NameTable& names, const 
   std::vector<Interval> compute, comm, copy, data, gc;
   std::unordered_map<uint32_t, std::vector<Interval>> os_waits;
   std::unordered_map<uint32_t, std::vector<Interval>> all_to_all_ranges;
+  std::array<std::unordered_map<uint32_t, std::vector<Interval>>, kAllToAllPurposes> purpose_ranges;
   {
     // Exact sizes first: an index grown by doubling holds up to twice its entries, and offline
     // the Timeline is the largest structure after the events themselves.
@@ -65,6 +66,7 @@ Timeline::Timeline(std::span<const Event> events, const NameTable& names, const 
   struct RangeRole {
     bool data = false;
     bool activity = false;
+    AllToAllPurpose purpose = AllToAllPurpose::kUnknown;  // an all-to-all launched inside it carries this
   };
   std::unordered_map<NameId, RangeRole> range_role;
   std::unordered_map<NameId, bool> user_frame;  // per frame name: the program's own code
@@ -102,6 +104,10 @@ Timeline::Timeline(std::span<const Event> events, const NameTable& names, const 
           it->second.data = std::regex_search(n.begin(), n.end(), data_pattern);
           it->second.activity = !it->second.data && n.substr(0, 5) != "osrt:" &&
                                 !std::regex_search(n.begin(), n.end(), step_pattern);
+          it->second.purpose = stepwatch::all_to_all_purpose(n);
+        }
+        if (it->second.purpose != AllToAllPurpose::kUnknown) {
+          purpose_ranges[static_cast<size_t>(it->second.purpose)][e.thread].push_back({e.start_ns, e.end_ns});
         }
         if (it->second.data) data.push_back({e.start_ns, e.end_ns});
         if (it->second.activity) host_activity_->add(e.thread, e.start_ns, e.end_ns, e.name);
@@ -148,6 +154,11 @@ Timeline::Timeline(std::span<const Event> events, const NameTable& names, const 
     }
     for (auto& [thread, list] : all_to_all_ranges) {
       all_to_all_ranges_.emplace(thread, IntervalSet::from_unsorted(std::move(list)));
+    }
+    for (size_t p = 0; p < purpose_ranges.size(); ++p) {
+      for (auto& [thread, list] : purpose_ranges[p]) {
+        purpose_ranges_[p].emplace(thread, IntervalSet::from_unsorted(std::move(list)));
+      }
     }
 
     // Index lists built in event order are already sorted when the events are (the usual case).
@@ -256,6 +267,21 @@ bool Timeline::is_all_to_all(const Event& kernel) const {
   if (launcher == nullptr) return false;
   auto it = all_to_all_ranges_.find(launcher->thread);
   return it != all_to_all_ranges_.end() && it->second.measure_within(launcher->start_ns, launcher->start_ns + 1) > 0;
+}
+
+AllToAllPurpose Timeline::all_to_all_purpose(const Event& kernel) const {
+  const Event* launcher = nullptr;
+  // The output distribution's ranges first: a more specific name than a pipeline range around it;
+  // then the pipeline's range ahead of the input distribution's own.
+  for (AllToAllPurpose p : {AllToAllPurpose::kEmbeddingsBackward, AllToAllPurpose::kEmbeddingsForward,
+                            AllToAllPurpose::kSparseFeaturesAhead, AllToAllPurpose::kSparseFeatures}) {
+    const auto& by_thread = purpose_ranges_[static_cast<size_t>(p)];
+    if (by_thread.empty()) continue;
+    if (launcher == nullptr && (launcher = launcher_of(kernel)) == nullptr) return AllToAllPurpose::kUnknown;
+    auto it = by_thread.find(launcher->thread);
+    if (it != by_thread.end() && it->second.measure_within(launcher->start_ns, launcher->start_ns + 1) > 0) return p;
+  }
+  return AllToAllPurpose::kUnknown;
 }
 
 const IntervalSet& Timeline::launches_of(uint32_t thread) const {

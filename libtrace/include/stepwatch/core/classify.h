@@ -4,6 +4,8 @@
 // gets from NVTX or from the driver.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <string_view>
 
 #include "stepwatch/core/event.h"
@@ -27,6 +29,25 @@ CollectiveType classify_collective(std::string_view kernel_name);
 // "allreduce", "_allgather_base", "reduce_scatter_tensor", "all_to_all", "send"), for kernels whose
 // name tells nothing (RCCL's ncclDevKernel_Generic). kOther when unknown or empty.
 CollectiveType classify_collective_op(std::string_view op);
+
+// What an all-to-all carries, read from a host range around its launch. Sharded embedding tables
+// (TorchRec / FBGEMM recommendation models) run two: the input distribution sends each batch's
+// sparse features (KeyedJaggedTensor ids and lengths) to the ranks that own the tables
+// ("## all2all_data:lengths ##", "## all2all_tw_data:init ##", inside TrainPipelineSparseDist's
+// "## sparse_data_dist ##" when the pipeline runs it a batch ahead), the output distribution sends
+// the looked-up embeddings back (the autograd functions "All2All_Pooled_Req",
+// "All2All_Seq_Req", "All2Allv_Req", and in backward "All2All_Pooled_WaitBackward",
+// "## alltoall_bwd_single ##"). kUnknown for every other name: an MoE dispatch/combine, sequence
+// parallelism, or a range that says nothing.
+enum class AllToAllPurpose : uint8_t {
+  kUnknown,
+  kSparseFeatures,       // the input distribution
+  kSparseFeaturesAhead,  // the same, issued a batch ahead by the pipeline ("sparse_data_dist")
+  kEmbeddingsForward,    // the output distribution
+  kEmbeddingsBackward,   // its gradients
+};
+inline constexpr size_t kAllToAllPurposes = 5;
+AllToAllPurpose all_to_all_purpose(std::string_view range_name);
 
 // Kineto's copy names: "Memcpy HtoD (Pageable -> Device)", "Memcpy DtoH (Device -> Pinned)".
 struct CopyDescription {

@@ -125,14 +125,33 @@ struct CollectiveStat {
 // start order, taken in pairs — dispatch, then combine — and the compute between a dispatch's end
 // and its combine's start: the expert matmuls (the reference's "AllToAll blocks between expert
 // matmuls each layer").
+//
+// All-to-alls whose launch ranges name another purpose (classify.h AllToAllPurpose: the sharded
+// embedding tables of a recommendation model) are counted in the totals and in their own part, not
+// paired into layers.
+struct AllToAllPart {
+  int kernels = 0;
+  int64_t ns = 0;          // GPU time, summed per kernel (clipped to the window)
+  int64_t exposed_ns = 0;  // the part with no compute kernel running
+};
 struct AllToAllStat {
   int kernels = 0;               // all-to-all kernels starting in the window
   int layers = 0;                // dispatch/combine pairs (an unpaired last kernel counts as one)
   int64_t a2a_ns = 0;            // their GPU time (each kernel clipped to the window)
   int64_t exposed_ns = 0;        // the part with no compute kernel running
   int64_t expert_compute_ns = 0; // |C| between each dispatch and its combine
-  int exposed_kernels = 0;       // all-to-alls more than half exposed
-  int64_t max_exposed_ns = 0;    // the most exposed single all-to-all (the worst layer)
+  int exposed_kernels = 0;       // layered all-to-alls more than half exposed
+  int64_t max_exposed_ns = 0;    // the most exposed single layered all-to-all (the worst layer)
+  AllToAllPart layered;          // the all-to-alls of no named purpose: the ones paired into layers
+  // Embedding sharding (TorchRec): the input distribution of sparse features (`ahead`: issued a
+  // batch ahead by the pipeline), the output distribution of embeddings, forward and backward.
+  AllToAllPart sparse_features;
+  bool sparse_features_ahead = false;
+  AllToAllPart embeddings_forward;
+  AllToAllPart embeddings_backward;
+  int64_t embedding_exposed_ns() const {
+    return sparse_features.exposed_ns + embeddings_forward.exposed_ns + embeddings_backward.exposed_ns;
+  }
 };
 
 // NVML samples (live only; see gpu_samples.h) inside the window, of the devices that ran GPU

@@ -6,6 +6,7 @@
 // being judged. `analyze_step` is the one function both paths use to build a StepView.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -13,6 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "stepwatch/core/classify.h"
 #include "stepwatch/core/config.h"
 #include "stepwatch/core/correlation_index.h"
 #include "stepwatch/core/event.h"
@@ -70,6 +72,9 @@ class Timeline {
   // all-to-all as grouped send/recv) launched inside an all-to-all host range of its launching
   // thread (Kineto's "nccl:all_to_all", NVTX's ncclAlltoAll).
   bool is_all_to_all(const Event& kernel) const;
+  // What an all-to-all kernel carries (classify.h): the purpose named by a host range of its
+  // launching thread around its launch call; kUnknown without one, or without its launch call.
+  AllToAllPurpose all_to_all_purpose(const Event& kernel) const;
   // NVML samples ("nvml:<metric>" events, gpu_samples.h), in time order.
   struct GpuSample {
     int64_t t_ns = 0;
@@ -114,6 +119,8 @@ class Timeline {
   std::unordered_map<uint32_t, IntervalSet> launch_by_thread_;
   std::unordered_map<uint32_t, IntervalSet> os_waits_by_thread_;
   std::unordered_map<uint32_t, IntervalSet> all_to_all_ranges_;  // by host thread
+  // Ranges naming what an all-to-all launched inside carries, per AllToAllPurpose, by host thread.
+  std::array<std::unordered_map<uint32_t, IntervalSet>, kAllToAllPurposes> purpose_ranges_;
   CorrelationIndex api_by_correlation_;   // API calls; a correlation's first entry is its outer call
   CorrelationIndex copy_by_correlation_;  // memcpy records
   std::vector<uint32_t> gpu_by_start_;
