@@ -5,6 +5,16 @@ namespace stepwatch::fix {
 std::string api(const ProgramStack& s) { return s.rocm ? "hip" : "cuda"; }
 
 std::string launch_overhead(const ProgramStack& s) {
+  // A serving engine owns its graphs: its own settings, not torch.cuda.graphs in the user's code.
+  if (s.engine == Engine::kVllm) {
+    return "let vLLM capture CUDA graphs: drop enforce_eager (--enforce-eager), keep its iterations within the "
+           "captured sizes (compilation_config cudagraph_capture_sizes; a longer prefill runs eagerly: a smaller "
+           "max_num_batched_tokens chunks it)";
+  }
+  if (s.engine == Engine::kSglang) {
+    return "let SGLang capture CUDA graphs: drop --disable-cuda-graph, raise --cuda-graph-max-bs to the batch sizes "
+           "served (prefill batches run eagerly)";
+  }
   if (s.pytorch()) {
     return std::string("capture the step in ") + (s.rocm ? "HIP" : "CUDA") +
            " graphs (torch.compile(mode=\"reduce-overhead\"), torch.cuda.graphs), fuse kernels (torch.compile), "
@@ -16,6 +26,8 @@ std::string launch_overhead(const ProgramStack& s) {
 }
 
 std::string host_work(const ProgramStack& s) {
+  // In a serving engine the host work between kernels is the model's forward in Python.
+  if (s.engine != Engine::kNone) return "take the host out of the forward — " + launch_overhead(s);
   if (s.pytorch()) {
     return "move that CPU work off the step (precompute it, run it in DataLoader workers or a side thread, or "
            "overlap it with queued GPU work), turn Python loops into tensor ops, and let the GPU run ahead without "

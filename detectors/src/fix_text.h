@@ -1,5 +1,6 @@
 // Fix directions that fit the program (StepView::stack): a PyTorch program gets PyTorch's knobs, a
-// plain CUDA or HIP program the runtime's, a ROCm run HIP's names and tools (private to detectors/).
+// serving engine (vLLM, SGLang) its own settings, a plain CUDA or HIP program the runtime's, a ROCm
+// run HIP's names and tools (private to detectors/).
 #pragma once
 
 #include <string>

@@ -152,9 +152,8 @@ TEST(CorpusAnalysis, CommComputeOverlapMatchesHta) {
 }
 
 // Without step ranges the steps are inferred (core/step_inference.h) and no_step_marks says how:
-// PARAM's benchmarks record one `Optimizer.step#SGD.step` range per iteration, TraceLens' B200
-// eager trace repeats the same 50 GPU records each iteration (~3.8 ms), and the AlexNet benchmark
-// runs one forward pass (no repetition): one whole-trace pseudo-step.
+// PARAM's benchmarks record one `Optimizer.step#SGD.step` range per iteration, and the AlexNet
+// benchmark runs one forward pass (no repetition): one whole-trace pseudo-step.
 TEST(CorpusAnalysis, TracesWithoutStepRangesGetInferredStepsOrOnePseudoStep) {
   STEPWATCH_REQUIRE_CORPUS();
   struct Expected {
@@ -167,7 +166,6 @@ TEST(CorpusAnalysis, TracesWithoutStepRangesGetInferredStepsOrOnePseudoStep) {
   const Expected cases[] = {
       {"param-resnet/resnet_kineto.json.gz", StepSource::kInferred, "optimizer_ranges", 29, 0},
       {"param-linear/linear_kineto.json.gz", StepSource::kInferred, "optimizer_ranges", 39, 0},
-      {"tracelens-b200/eager_trace.json.gz", StepSource::kInferred, "kernel_period", 17, 50},
       {"hta-critical_path-alexnet/benchmark_result_2869224_1695835535_trace.json.gz", StepSource::kWholeTrace, "", 1,
        0},
   };
@@ -184,12 +182,29 @@ TEST(CorpusAnalysis, TracesWithoutStepRangesGetInferredStepsOrOnePseudoStep) {
     const bool inferred = c.source == StepSource::kInferred;
     EXPECT_EQ(marks[0]->message.find("were inferred from") != std::string::npos, inferred) << marks[0]->message;
   }
-  // B200's iterations: after the first (warm-up) window, every step takes 3.5–4.1 ms.
-  const RankResult b200 = analyze_file(corpus_dir() / "kineto/tracelens-b200/eager_trace.json.gz");
-  for (size_t i = 1; i < b200.steps.size(); ++i) {
-    EXPECT_NEAR(double(b200.steps[i].duration_ns()) / 1e6, 3.8, 0.3) << "step " << b200.steps[i].step;
-    EXPECT_EQ(b200.steps[i].kernels, 42);
-  }
+}
+
+// TraceLens' B200 trace is one vLLM engine iteration: a prefill of gpt-oss (36 layers, one
+// execute_model call) inside vLLM's own annotation `execute_context_1(888_788544)_generation_0(0)`.
+// Its kernel sequence repeats layer by layer; read as steps, those repeats made 17 "steps" of 3.8 ms.
+// The annotation is the step; the program is vLLM, run eagerly, and the fix names vLLM's settings.
+TEST(CorpusAnalysis, VllmIterationIsTheStepNotItsRepeatedLayers) {
+  STEPWATCH_REQUIRE_CORPUS();
+  const RankResult r = analyze_file(corpus_dir() / "kineto/tracelens-b200/eager_trace.json.gz");
+  EXPECT_EQ(r.segmentation.source, StepSource::kRange);
+  EXPECT_EQ(r.segmentation.matched_name, "execute_context_1(888_788544)_generation_0(0)");
+  ASSERT_EQ(r.steps.size(), 1u);
+  EXPECT_EQ(r.steps[0].step, 0);  // an ordinal: the annotation carries request and token counts
+  EXPECT_EQ(r.steps[0].kernels, 768);
+  EXPECT_NEAR(double(r.steps[0].duration_ns()) / 1e6, 87.4, 0.5);
+  EXPECT_EQ(r.steps[0].stack.engine, Engine::kVllm);
+  EXPECT_TRUE(findings_of(r, "no_step_marks").empty());
+  const auto launch = findings_of(r, "launch_bound");
+  ASSERT_EQ(launch.size(), 1u);
+  EXPECT_NE(launch[0]->message.find("let vLLM capture CUDA graphs: drop enforce_eager"), std::string::npos)
+      << launch[0]->message;
+  EXPECT_EQ(launch[0]->message.find("torch.cuda.graphs"), std::string::npos) << launch[0]->message;
+  for (const Finding& f : r.findings) EXPECT_EQ(f.message.find("DataLoader"), std::string::npos) << f.message;
 }
 
 TEST(CorpusAnalysis, NcclParserConfigCountsItsBlockingCalls) {

@@ -81,12 +81,49 @@ TEST(ServingSteps, SGLangStepRangesAreSteps) {
 TEST(ServingSteps, LayerAndDataRangesAreNoSteps) {
   StepSources sources{AnalysisConfig{}};
   for (const char* name : {"step[DECODE bs=32]", "step[EXTEND bs=15 toks=15360]", "step[idle]", "ProfilerStep#3",
-                           "step 12", "train_step"}) {
+                           "step 12", "train_step", "execute_context_1(888_788544)_generation_0(0)",
+                           "execute_context_0(0)_generation_32(32)", "execute_new_2_cached_30"}) {
     EXPECT_TRUE(sources.matches_step_pattern(name)) << name;
   }
   for (const char* name : {"layers.3.self_attn", "step[", "DataLoader", "stepwise", "step[DECODE] extra",
-                           "Optimizer.step#AdamW.step", "execute_context_1(888_788544)_generation_0(0)"}) {
+                           "Optimizer.step#AdamW.step", "execute_model", "execute_context_1(888)",
+                           "vllm::unified_attention_with_output", "execute_new_2_cached_30 extra"}) {
     EXPECT_FALSE(sources.matches_step_pattern(name)) << name;
+  }
+  // vLLM's annotations end in request and token counts, not a step number.
+  EXPECT_EQ(step_number_from_name("execute_new_2_cached_30"), -1);
+  EXPECT_EQ(step_number_from_name("execute_context_0(0)_generation_32(32)"), -1);
+  EXPECT_EQ(step_number_from_name("ProfilerStep#30"), 30);
+}
+
+TEST(ServingSteps, VllmIterationsAreStepsAndFixesNameTheEnginesSettings) {
+  // vLLM V1's per-iteration annotation (Worker.annotate_profile) around an eager, launch-bound forward.
+  synthetic::SyntheticRun run = synthetic::make_scenario("launch_bound", {.steps = 6});
+  synthetic::to_vllm_iterations(run);
+  const AnalyzedRun a = analyzed(std::move(run));
+  EXPECT_EQ(a.result.segmentation.source, StepSource::kRange);
+  EXPECT_EQ(a.result.segmentation.matched_name, "execute_context_0(0)_generation_32(32)");
+  ASSERT_EQ(a.result.steps.size(), 6u);
+  for (size_t i = 0; i < 6; ++i) EXPECT_EQ(a.result.steps[i].step, static_cast<int64_t>(i));  // ordinals, not 32
+  EXPECT_EQ(a.findings_of("no_step_marks"), 0u);
+  const auto found = a.findings("launch_bound");
+  ASSERT_GE(found.size(), 5u) << describe_findings(a.result);
+  for (const Finding& f : found) {
+    EXPECT_NE(f.message.find("drop enforce_eager (--enforce-eager)"), std::string::npos) << f.message;
+    EXPECT_EQ(f.message.find("torch.cuda.graphs"), std::string::npos) << f.message;
+  }
+  // SGLang's spans: its own switches.
+  synthetic::SyntheticRun sglang = synthetic::make_scenario("launch_bound", {.steps = 6});
+  synthetic::to_sglang_step_ranges(sglang);
+  const AnalyzedRun b = analyzed(std::move(sglang));
+  const auto sglang_found = b.findings("launch_bound");
+  ASSERT_GE(sglang_found.size(), 5u) << describe_findings(b.result);
+  for (const Finding& f : sglang_found) {
+    EXPECT_NE(f.message.find("drop --disable-cuda-graph"), std::string::npos) << f.message;
+  }
+  // A training loop keeps PyTorch's own advice.
+  for (const Finding& f : analyze_scenario("launch_bound", {.steps = 6}).findings("launch_bound")) {
+    EXPECT_NE(f.message.find("torch.cuda.graphs"), std::string::npos) << f.message;
   }
 }
 

@@ -37,6 +37,14 @@ void to_sglang_step_ranges(SyntheticRun& run) {
   }
 }
 
+void to_vllm_iterations(SyntheticRun& run) {
+  for (Event& e : run.trace.events) {
+    if (e.kind != EventKind::kRange || run.trace.names.view(e.name).substr(0, 13) != "ProfilerStep#") continue;
+    e.name = run.trace.names.intern("execute_context_0(0)_generation_32(32)");
+    e.step = -1;
+  }
+}
+
 void add_trailing_empty_step(SyntheticRun& run) {
   int64_t host_end = 0;
   int64_t last = 0;

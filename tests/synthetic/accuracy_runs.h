@@ -21,6 +21,9 @@ SyntheticRun single_forward(int layers, int64_t stall_ns = 0);
 // The run's ProfilerStep ranges renamed as SGLang names its forward steps: `step[DECODE bs=32]`,
 // every third one `step[EXTEND bs=15 toks=15360]`.
 void to_sglang_step_ranges(SyntheticRun& run);
+// The same with vLLM V1's per-iteration annotation, a decode of 32 requests:
+// "execute_context_0(0)_generation_32(32)" (vllm/v1/worker/gpu_worker.py, Worker.annotate_profile).
+void to_vllm_iterations(SyntheticRun& run);
 
 // A closing ProfilerStep#N+1 of 49 µs after the host's last event, holding no GPU work and no CUDA
 // call (the profiler's last `step()` before it stopped).

@@ -14,6 +14,8 @@ std::string_view to_string(StepSource s) {
 }
 
 int64_t step_number_from_name(std::string_view name) {
+  // vLLM's iteration annotations (config.h) end in request and token counts, not a step number.
+  if (name.starts_with("execute_")) return -1;
   size_t end = name.size();
   size_t begin = end;
   while (begin > 0 && name[begin - 1] >= '0' && name[begin - 1] <= '9') --begin;

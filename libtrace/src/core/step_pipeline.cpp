@@ -24,14 +24,25 @@ bool overlaps(const std::vector<std::pair<int64_t, int64_t>>& intervals, const S
 
 // 1: the name shows PyTorch (its profiler's op and step ranges, ATen kernels); 2: a ROCm program
 // (HIP runtime calls); 0: neither.
+// What a name says of the program's stack (ProgramStack): 1 PyTorch, 2 ROCm, 3 vLLM, 4 SGLang (both
+// engines run PyTorch models), 0 nothing.
+constexpr uint8_t kStackPyTorch = 1, kStackRocm = 2, kStackVllm = 3, kStackSglang = 4;
 uint8_t stack_evidence(std::string_view name, EventKind kind) {
-  if (kind == EventKind::kApiCall) return name.starts_with("hip") ? 2 : 0;
+  if (kind == EventKind::kApiCall) return name.starts_with("hip") ? kStackRocm : 0;
   if (kind == EventKind::kKernel) {
-    return name.find("at::native") != std::string_view::npos || name.find("c10::") != std::string_view::npos ? 1 : 0;
+    return name.find("at::native") != std::string_view::npos || name.find("c10::") != std::string_view::npos
+               ? kStackPyTorch
+               : 0;
   }
+  // The engines' registered custom ops (torch.ops.vllm / torch.ops.sglang, profiled as "vllm::…")
+  // and their per-iteration ranges (config.h kDefaultStepPattern).
+  if (name.starts_with("vllm::") || name.starts_with("execute_context_") || name.starts_with("execute_new_")) {
+    return kStackVllm;
+  }
+  if (name.starts_with("sglang::") || (name.starts_with("step[") && name.ends_with("]"))) return kStackSglang;
   return name.starts_with("aten::") || name.starts_with("ProfilerStep#") || name.starts_with("Optimizer.step#") ||
                  name.starts_with("enumerate(DataLoader)") || name.starts_with("nn.Module:")
-             ? 1
+             ? kStackPyTorch
              : 0;
 }
 
@@ -97,15 +108,20 @@ void StepPipeline::note_late(std::span<const Event> events) {
 void StepPipeline::note_stack(std::span<const Event> events) {
   for (const Event& e : events) {
     if (e.kind == EventKind::kApiCall) first_call_ns_ = std::min(first_call_ns_, e.start_ns);
-    if (e.start_ns >= first_pytorch_ns_ && e.start_ns >= first_rocm_ns_) continue;
+    if (e.start_ns >= first_pytorch_ns_ && e.start_ns >= first_rocm_ns_ && e.start_ns >= first_engine_ns_) continue;
     if (e.kind != EventKind::kApiCall && e.kind != EventKind::kRange && e.kind != EventKind::kKernel) continue;
     // Name ids are dense: a flat table classifies each name once, cheaply on the live path.
     constexpr uint8_t kUnclassified = 0xFF;
     if (e.name >= stack_names_.size()) stack_names_.resize(size_t{e.name} + 1, kUnclassified);
     uint8_t& evidence = stack_names_[e.name];
     if (evidence == kUnclassified) evidence = stack_evidence(names_.view(e.name), e.kind);
-    if (evidence == 1) first_pytorch_ns_ = std::min(first_pytorch_ns_, e.start_ns);
-    if (evidence == 2) first_rocm_ns_ = std::min(first_rocm_ns_, e.start_ns);
+    if (evidence == kStackPyTorch) first_pytorch_ns_ = std::min(first_pytorch_ns_, e.start_ns);
+    if (evidence == kStackRocm) first_rocm_ns_ = std::min(first_rocm_ns_, e.start_ns);
+    if ((evidence == kStackVllm || evidence == kStackSglang) && e.start_ns < first_engine_ns_) {
+      first_pytorch_ns_ = std::min(first_pytorch_ns_, e.start_ns);
+      first_engine_ns_ = e.start_ns;
+      engine_ = evidence == kStackVllm ? Engine::kVllm : Engine::kSglang;
+    }
   }
 }
 
@@ -154,6 +170,7 @@ void StepPipeline::finish(std::chrono::steady_clock::time_point deadline) {
   run.stack.framework =
       first_pytorch_ns_ < std::numeric_limits<int64_t>::max() ? Framework::kPyTorch : Framework::kNone;
   run.stack.rocm = first_rocm_ns_ < std::numeric_limits<int64_t>::max();
+  run.stack.engine = engine_;
   summary_.set_time(time);
   FindingCollector sink;
   for (auto& d : detectors_) d->on_finish(run, sink);
@@ -363,6 +380,7 @@ bool StepPipeline::judge_windows(const std::vector<StepWindow>& windows, size_t 
 void StepPipeline::judge_window(StepWindow w, const Timeline& timeline, std::span<const Event> slice, StepView view) {
   view.stack.framework = first_pytorch_ns_ < w.end_ns ? Framework::kPyTorch : Framework::kNone;
   view.stack.rocm = first_rocm_ns_ < w.end_ns;
+  view.stack.engine = first_engine_ns_ < w.end_ns ? engine_ : Engine::kNone;
   if (w.source == StepSource::kInferred) {
     view.inferred_from = segmentation_.inferred_from;
     view.inferred_period = segmentation_.inferred_period;

@@ -8,12 +8,16 @@
 
 namespace stepwatch {
 
-// Default step pattern, as ARCHITECTURE.md states it. The last form is SGLang's per-forward span,
-// `step[DECODE bs=32]` / `step[EXTEND bs=15 toks=15360]` (sgl-project/sglang,
-// python/sglang/srt/utils/profile_utils.py, build_step_span_name, wrapped around ModelRunner.forward);
-// other engines' forms are added only with such evidence (docs/detectors.md "Where steps come from").
+// Default step pattern, as ARCHITECTURE.md states it, and the serving engines' per-iteration ranges:
+// SGLang's per-forward span, `step[DECODE bs=32]` / `step[EXTEND bs=15 toks=15360]`
+// (sgl-project/sglang, python/sglang/srt/utils/profile_utils.py, build_step_span_name, wrapped around
+// ModelRunner.forward); vLLM V1's per-iteration annotation around execute_model,
+// `execute_context_1(888)_generation_31(31)` (context/generation requests and their tokens), earlier
+// `execute_new_2_cached_30` (vllm/v1/worker/gpu_worker.py, Worker.annotate_profile). Other engines'
+// forms are added only with such evidence (docs/detectors.md "Where steps come from").
 inline constexpr const char* kDefaultStepPattern =
-    R"(^(ProfilerStep#\d+|(step|train_step|iteration)([ _#:]?\d+)?|step\[[^\]]*\])$)";
+    R"(^(ProfilerStep#\d+|(step|train_step|iteration)([ _#:]?\d+)?|step\[[^\]]*\]|)"
+    R"(execute_context_\d+\([^)]*\)_generation_\d+\([^)]*\)|execute_new_\d+_cached_\d+)$)";
 inline constexpr const char* kDefaultDataPattern = R"(DataLoader|dataloader|^data$)";
 
 // Checks a user-supplied name pattern (step or data pattern) before it is compiled: empty when

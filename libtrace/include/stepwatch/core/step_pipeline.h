@@ -144,6 +144,8 @@ class StepPipeline {
   // a step ending after that point is judged with that stack's fixes. By time, not by arrival, so
   // that live and offline agree on every step.
   int64_t first_pytorch_ns_ = std::numeric_limits<int64_t>::max();
+  int64_t first_engine_ns_ = std::numeric_limits<int64_t>::max();  // the first name of a serving engine
+  Engine engine_ = Engine::kNone;                                   // which (ProgramStack::engine)
   int64_t first_rocm_ns_ = std::numeric_limits<int64_t>::max();
   std::vector<uint8_t> stack_names_;  // by name id: 1 PyTorch, 2 ROCm, 0 neither, kUnclassified
 

@@ -170,9 +170,14 @@ struct GpuClockStat {
 // PyTorch (profiler ops, at::native kernels) or a plain CUDA/HIP program, on CUDA or ROCm (hip*
 // calls). kUnknown (a StepView built by hand) reads as PyTorch on CUDA.
 enum class Framework : uint8_t { kUnknown, kPyTorch, kNone };
+// A serving engine running the PyTorch model, whose own settings a fix names: vLLM (its custom ops
+// `vllm::…`, its per-iteration annotation `execute_context_…`), SGLang (`sglang::…` ops, its
+// `step[DECODE bs=32]` spans).
+enum class Engine : uint8_t { kNone, kVllm, kSglang };
 struct ProgramStack {
   Framework framework = Framework::kUnknown;
   bool rocm = false;
+  Engine engine = Engine::kNone;
   bool pytorch() const { return framework != Framework::kNone; }
 };
 
