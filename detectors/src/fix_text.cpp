@@ -7,9 +7,9 @@ std::string api(const ProgramStack& s) { return s.rocm ? "hip" : "cuda"; }
 std::string launch_overhead(const ProgramStack& s) {
   // A serving engine owns its graphs: its own settings, not torch.cuda.graphs in the user's code.
   if (s.engine == Engine::kVllm) {
-    return "let vLLM capture CUDA graphs: drop enforce_eager (--enforce-eager), keep its iterations within the "
-           "captured sizes (compilation_config cudagraph_capture_sizes; a longer prefill runs eagerly: a smaller "
-           "max_num_batched_tokens chunks it)";
+    return "let vLLM capture CUDA graphs: drop enforce_eager (--enforce-eager), check --compilation-config's "
+           "cudagraph_mode, keep iterations within the captured sizes (--max-cudagraph-capture-size; a longer "
+           "prefill runs eagerly, a smaller --max-num-batched-tokens chunks it)";
   }
   if (s.engine == Engine::kSglang) {
     return "let SGLang capture CUDA graphs: drop --disable-cuda-graph, raise --cuda-graph-max-bs to the batch sizes "
@@ -26,8 +26,17 @@ std::string launch_overhead(const ProgramStack& s) {
 }
 
 std::string host_work(const ProgramStack& s) {
-  // In a serving engine the host work between kernels is the model's forward in Python.
-  if (s.engine != Engine::kNone) return "take the host out of the forward — " + launch_overhead(s);
+  // In a serving engine the host work inside an iteration is the model's eager forward, or the
+  // engine's own (scheduling, input preparation, sampling): both have an engine setting.
+  if (s.engine == Engine::kVllm) {
+    return "take the host out of the iteration: let vLLM run the model as CUDA graphs (no --enforce-eager; "
+           "--compilation-config's cudagraph_mode) and overlap its own CPU work — scheduling, input preparation, "
+           "sampling — with the GPU (--async-scheduling)";
+  }
+  if (s.engine == Engine::kSglang) {
+    return "take the host out of the iteration: let SGLang capture CUDA graphs (no --disable-cuda-graph; "
+           "--cuda-graph-max-bs) and keep its overlap scheduler on (no --disable-overlap-schedule)";
+  }
   if (s.pytorch()) {
     return "move that CPU work off the step (precompute it, run it in DataLoader workers or a side thread, or "
            "overlap it with queued GPU work), turn Python loops into tensor ops, and let the GPU run ahead without "

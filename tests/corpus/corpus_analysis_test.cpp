@@ -204,6 +204,9 @@ TEST(CorpusAnalysis, VllmIterationIsTheStepNotItsRepeatedLayers) {
   EXPECT_NE(launch[0]->message.find("let vLLM capture CUDA graphs: drop enforce_eager"), std::string::npos)
       << launch[0]->message;
   EXPECT_EQ(launch[0]->message.find("torch.cuda.graphs"), std::string::npos) << launch[0]->message;
+  for (const Finding* f : findings_of(r, "host_bound")) {
+    EXPECT_NE(f->message.find("(--async-scheduling)"), std::string::npos) << f->message;
+  }
   for (const Finding& f : r.findings) EXPECT_EQ(f.message.find("DataLoader"), std::string::npos) << f.message;
 }
 
