@@ -19,7 +19,7 @@ namespace {
 
 using namespace stepwatch;
 
-constexpr std::array<const char*, 20> kNames = {
+constexpr std::array<const char*, 26> kNames = {
     "ProfilerStep#1",         "ProfilerStep#2",  "step",           "cudaLaunchKernel",
     "cudaStreamSynchronize",  "cudaMemcpyAsync", "cudaMemcpy",     "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
     "sm90_xmma_gemm_f16f16",  "DataLoader",      "gc",             "cudaMalloc",
@@ -27,7 +27,11 @@ constexpr std::array<const char*, 20> kNames = {
     "train_step 7",
     // Python frames (call sites): a user frame, a built-in, a module wrapper, torch's own code.
     "train.py(40): log_metrics", "<built-in method item of Tensor object at 0x7f>", "nn.Module: Net_0",
-    "torch/nn/modules/module.py(1780): _call_impl"};
+    "torch/nn/modules/module.py(1780): _call_impl",
+    // All-to-alls and what they carry (an MoE layer's, TorchRec's embedding distributions), a serving
+    // engine's iteration and op.
+    "nccl:all_to_all", "ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)", "All2All_Pooled_WaitBackward",
+    "## sparse_data_dist ##", "execute_context_0(0)_generation_8(8)", "vllm::unified_attention_with_output"};
 
 constexpr size_t kRecord = 12;
 constexpr int64_t kBase = 1'700'000'000'000'000'000;
