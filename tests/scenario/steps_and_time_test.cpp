@@ -179,6 +179,31 @@ TEST(Initialization, AFirstStepFilledByInitializationIsWarmUpNotAHiddenSync) {
   }
 }
 
+TEST(Initialization, LazyModuleLoadsAtFirstLaunchesMakeTheFirstStepWarmUp) {
+  // A capture from the process's first iteration (no warm-up before it): each kernel's first launch
+  // loads its module, 4 ms each under the tracer's "Lazy Function Loading" record — far below the
+  // 10 ms that makes a call initialization by its length alone, yet ~10 of them fill the first step.
+  synthetic::WorkloadConfig c = synthetic::scenario_config("gpu_bound", {.steps = 6});
+  c.warmup_steps = 0;
+  c.lazy_load_ns = 4'000'000;
+  const AnalyzedRun a = analyzed(synthetic::generate(c));
+  ASSERT_EQ(a.result.steps.size(), 6u);
+  EXPECT_EQ(a.result.summary.warmup_steps, 1);
+  const auto found = a.findings("initialization");
+  ASSERT_EQ(found.size(), 1u) << describe_findings(a.result);
+  EXPECT_EQ(evidence<int64_t>(found[0], "first_step_warmup"), 1);
+  EXPECT_NE(found[0].message.find("module loading"), std::string::npos) << found[0].message;
+  EXPECT_NE(found[0].message.find("(cudaLaunchKernel 4.0 ms)"), std::string::npos) << found[0].message;
+  for (const char* id : {"launch_bound", "host_bound", "hidden_sync", "step_variance", "recompilation"}) {
+    EXPECT_EQ(a.findings_of(id), 0u) << id << "\n" << describe_findings(a.result);
+  }
+  // The same stalls without the tracer's records: no call is long enough to say what it was.
+  c.lazy_load_records = false;
+  const AnalyzedRun b = analyzed(synthetic::generate(c));
+  EXPECT_EQ(b.findings_of("initialization"), 0u) << describe_findings(b.result);
+  EXPECT_EQ(b.result.summary.warmup_steps, 0);
+}
+
 TEST(Initialization, WarmUpBeforeTheFirstOptimizerStepIsNotDroppedWithoutAWord) {
   synthetic::SyntheticRun run = synthetic::make_scenario("no_marks", {.steps = 8});
   synthetic::add_initialization(run, 3'000'000'000, 0);

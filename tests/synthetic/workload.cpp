@@ -6,7 +6,9 @@
 #include <functional>
 #include <queue>
 #include <stdexcept>
+#include <string>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "stepwatch/core/classify.h"
 
@@ -221,7 +223,14 @@ class Model {
   int64_t enqueue(std::string_view api, EventKind kind, std::string_view name, uint32_t stream, int64_t gpu_ns,
                   int64_t dependency_ns, Role role, uint64_t bytes = 0) {
     const int64_t call_start = now_;
-    const int64_t call_end = queue_slot_at(call_start) + cfg_.launch_call_ns;
+    int64_t call_end = queue_slot_at(call_start) + cfg_.launch_call_ns;
+    if (cfg_.lazy_load_ns > 0 && kind == EventKind::kKernel && loaded_.insert(std::string(name)).second) {
+      // The kernel's first launch loads its module inside the call.
+      if (cfg_.lazy_load_records) {
+        add_host(EventKind::kOverhead, "Lazy Function Loading", call_end, call_end + cfg_.lazy_load_ns, Role::kNone);
+      }
+      call_end += cfg_.lazy_load_ns;
+    }
     const Event call = add_api(api, call_start, call_end);  // a copy: add_gpu may reallocate
     const int64_t start = std::max({call_end, tail(stream), dependency_ns});
     Event& r = add_gpu(kind, name, stream, start, start + gpu_ns, call, role);
@@ -674,6 +683,7 @@ class Model {
   uint64_t next_correlation_ = 1000;
   std::string nccl_name_ = allreduce_kernel_name(cfg_.nccl_naming);
   std::vector<AllreduceRun> run_allreduces_;  // every all-reduce, warm-up included
+  std::unordered_set<std::string> loaded_;     // kernel names launched once (lazy_load_ns)
 };
 
 int count_in(const std::vector<int64_t>& sorted, int64_t lo, int64_t hi) {

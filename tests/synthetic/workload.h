@@ -119,6 +119,11 @@ struct WorkloadConfig {
   // that nothing in this step waits for (backward hides them). `a2a_overlapped`
   // (TrainPipelineSemiSync): nothing waits for the output distribution either.
   int64_t embedding_a2a_ns = 0;
+  // Lazy module loading (CUDA >= 12.2, HIP): the first launch of each kernel name in the run stalls
+  // this long in the launch call, under a CUPTI "Lazy Function Loading" overhead record (Kineto's
+  // `overhead` event). With warmup_steps = 0 the first captured step holds every first launch.
+  int64_t lazy_load_ns = 0;
+  bool lazy_load_records = true;  // false: the stalls without the tracer's records
   int64_t sparse_a2a_ns = 400'000;
 
   double pinned_gb_per_s = 20.0;     // bytes per ns == GB/s

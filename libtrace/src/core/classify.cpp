@@ -165,6 +165,12 @@ CollectiveType classify_collective_op(std::string_view op) {
   return CollectiveType::kOther;
 }
 
+bool is_module_loading_overhead(std::string_view name) {
+  std::string lower(name.substr(0, 128));
+  for (char& c : lower) c = c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
+  return contains(lower, "lazy function loading") || contains(lower, "module loading");
+}
+
 AllToAllPurpose all_to_all_purpose(std::string_view name) {
   // TorchRec's output distribution: its autograd functions (All2All_Pooled_*, All2All_Seq_*,
   // All2Allv_*, VariableBatchAll2All_Pooled_*, backward ones ending in "Backward", also under

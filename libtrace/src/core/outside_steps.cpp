@@ -62,7 +62,13 @@ std::vector<InitCall> init_calls_in(const Timeline& tl, int64_t s, int64_t e, in
   for (; it != api.end() && events[*it].start_ns < e; ++it) {
     const Event& call = events[*it];
     const std::string_view name = display_name(tl.names().view(call.name));
-    const InitKind kind = init_kind(name, call.api_class(), call.duration_ns(), call.start_ns == first_call_ns);
+    InitKind kind = init_kind(name, call.api_class(), call.duration_ns(), call.start_ns == first_call_ns);
+    // A launch of any length that the tracer saw loading its kernel's module (CUDA >= 12.2 and
+    // HIP load modules lazily, at a kernel's first launch: each load is often short, many add up).
+    if (kind == InitKind::kNone && call.api_class() == ApiClass::kLaunch && call.duration_ns() > 0 &&
+        2 * tl.module_loading().measure_within(call.start_ns, call.end_ns) >= call.duration_ns()) {
+      kind = InitKind::kModuleLoad;
+    }
     if (kind == InitKind::kNone) continue;
     const int64_t end = std::min(call.end_ns, e);
     spans.push_back({call.start_ns, end});

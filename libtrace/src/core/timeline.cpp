@@ -32,7 +32,7 @@ Timeline::Timeline(std::span<const Event> events, const NameTable& names, const 
     : events_(events), names_(names), config_(config), host_activity_(std::make_unique<HostActivityIndex>()),
       call_sites_(std::make_unique<CallSiteIndex>()),
       python_activity_(std::make_unique<HostActivityIndex>()) {
-  std::vector<Interval> compute, comm, copy, data, gc;
+  std::vector<Interval> compute, comm, copy, data, gc, module_loading;
   std::unordered_map<uint32_t, std::vector<Interval>> os_waits;
   std::unordered_map<uint32_t, std::vector<Interval>> all_to_all_ranges;
   std::array<std::unordered_map<uint32_t, std::vector<Interval>>, kAllToAllPurposes> purpose_ranges;
@@ -70,6 +70,7 @@ Timeline::Timeline(std::span<const Event> events, const NameTable& names, const 
   };
   std::unordered_map<NameId, RangeRole> range_role;
   std::unordered_map<NameId, bool> user_frame;  // per frame name: the program's own code
+  std::unordered_map<NameId, bool> overhead_loads;  // per overhead name: lazy module loading
 
   for (uint32_t i = 0; i < events.size(); ++i) {
     const Event& e = events[i];
@@ -123,6 +124,12 @@ Timeline::Timeline(std::span<const Event> events, const NameTable& names, const 
       case EventKind::kAllocation:
         alloc_by_start_.push_back(i);
         break;
+      case EventKind::kOverhead: {
+        auto [it, inserted] = overhead_loads.try_emplace(e.name, false);
+        if (inserted) it->second = is_module_loading_overhead(names.view(e.name));
+        if (it->second) module_loading.push_back({e.start_ns, e.end_ns});
+        break;
+      }
       case EventKind::kPythonFrame: {
         call_sites_->add(i);
         // The program's own functions, for what the host was doing in host-bound gaps (a live
@@ -149,6 +156,7 @@ Timeline::Timeline(std::span<const Event> events, const NameTable& names, const 
     if (!busy_is_compute_) busy_ = compute_.unite(comm_).unite(copy_);
     data_wait_ = IntervalSet::from_unsorted(std::move(data));
     gc_ = IntervalSet::from_unsorted(std::move(gc));
+    module_loading_ = IntervalSet::from_unsorted(std::move(module_loading));
     for (auto& [thread, list] : os_waits) {
       os_waits_by_thread_.emplace(thread, IntervalSet::from_unsorted(std::move(list)));
     }

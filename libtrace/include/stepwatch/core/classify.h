@@ -49,6 +49,12 @@ enum class AllToAllPurpose : uint8_t {
 inline constexpr size_t kAllToAllPurposes = 5;
 AllToAllPurpose all_to_all_purpose(std::string_view range_name);
 
+// The tracer's records of lazy module loading: CUPTI's overhead kinds LAZY_FUNCTION_LOADING and
+// RUNTIME_TRIGGERED_MODULE_LOADING, named "Lazy Function Loading" / "Runtime Triggered Module Loading"
+// in Kineto's `overhead` events and "CUPTI overhead: lazy function loading" / "...: runtime-triggered
+// module loading" by the live adapter.
+bool is_module_loading_overhead(std::string_view name);
+
 // Kineto's copy names: "Memcpy HtoD (Pageable -> Device)", "Memcpy DtoH (Device -> Pinned)".
 struct CopyDescription {
   CopyKind kind = CopyKind::kUnknown;

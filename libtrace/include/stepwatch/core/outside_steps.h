@@ -24,7 +24,7 @@ class Timeline;
 enum class InitKind : uint8_t {
   kNone,        // not initialization (a wait, a copy, or short)
   kContext,     // the data's first CUDA call, or a device/context call: creates the CUDA context
-  kModuleLoad,  // a module load, or a launch this long: lazy loading of the kernel's module
+  kModuleLoad,  // a module load, a launch this long, or one the tracer saw loading its kernel's module
   kAllocator,   // a long cudaMalloc/cudaFree: the allocator's (or cuDNN's workspace) set-up
   kSetup,       // another long CUDA call (stream creation, device properties, ...)
 };

@@ -47,6 +47,9 @@ class Timeline {
   const IntervalSet& blocking() const { return blocking_; }  // B
   const IntervalSet& data_wait() const { return data_wait_; }
   const IntervalSet& gc() const { return gc_; }  // host ranges named "gc" (GC pauses)
+  // The tracer's lazy-module-loading records (classify.h is_module_loading_overhead): a launch
+  // during them was loading its kernel's module (initialization, outside_steps.h).
+  const IntervalSet& module_loading() const { return module_loading_; }
   // OS-runtime waits (read/poll/select/futex…, "osrt:<call>" ranges from Nsight's OSRT trace) of
   // one host thread: input-wait evidence when that thread launches the work ending a gap.
   const IntervalSet& os_waits_of(uint32_t thread) const;
@@ -114,7 +117,7 @@ class Timeline {
   std::span<const Event> events_;
   const NameTable& names_;
   const AnalysisConfig& config_;
-  IntervalSet compute_, comm_, copy_, busy_, blocking_, data_wait_, gc_, launch_all_;
+  IntervalSet compute_, comm_, copy_, busy_, blocking_, data_wait_, gc_, launch_all_, module_loading_;
   bool busy_is_compute_ = false;
   std::unordered_map<uint32_t, IntervalSet> launch_by_thread_;
   std::unordered_map<uint32_t, IntervalSet> os_waits_by_thread_;
