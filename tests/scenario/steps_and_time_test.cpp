@@ -67,15 +67,20 @@ TEST(StepInferenceScenario, TrainingLoopsStillInferTheirSteps) {
   }
 }
 
+// A serving engine's iteration ranges named `range` are the 6 steps of the run, numbered by ordinal
+// (the names carry batch sizes and request counts, not step numbers).
+void expect_engine_iterations(const AnalyzedRun& a, std::string_view range) {
+  EXPECT_EQ(a.result.segmentation.source, StepSource::kRange);
+  EXPECT_EQ(a.result.segmentation.matched_name, range);
+  ASSERT_EQ(a.result.steps.size(), 6u);
+  for (size_t i = 0; i < 6; ++i) EXPECT_EQ(a.result.steps[i].step, static_cast<int64_t>(i));
+  EXPECT_EQ(a.findings_of("no_step_marks"), 0u);
+}
+
 TEST(ServingSteps, SGLangStepRangesAreSteps) {
   synthetic::SyntheticRun run = synthetic::make_scenario("gpu_bound", {.steps = 6});
   synthetic::to_sglang_step_ranges(run);
-  const AnalyzedRun a = analyzed(std::move(run));
-  EXPECT_EQ(a.result.segmentation.source, StepSource::kRange);
-  EXPECT_EQ(a.result.segmentation.matched_name, "step[DECODE bs=32]");
-  ASSERT_EQ(a.result.steps.size(), 6u);
-  for (size_t i = 0; i < 6; ++i) EXPECT_EQ(a.result.steps[i].step, static_cast<int64_t>(i));  // ordinals, not bs=32
-  EXPECT_EQ(a.findings_of("no_step_marks"), 0u);
+  expect_engine_iterations(analyzed(std::move(run)), "step[DECODE bs=32]");
 }
 
 TEST(ServingSteps, LayerAndDataRangesAreNoSteps) {
@@ -101,11 +106,7 @@ TEST(ServingSteps, VllmIterationsAreStepsAndFixesNameTheEnginesSettings) {
   synthetic::SyntheticRun run = synthetic::make_scenario("launch_bound", {.steps = 6});
   synthetic::to_vllm_iterations(run);
   const AnalyzedRun a = analyzed(std::move(run));
-  EXPECT_EQ(a.result.segmentation.source, StepSource::kRange);
-  EXPECT_EQ(a.result.segmentation.matched_name, "execute_context_0(0)_generation_32(32)");
-  ASSERT_EQ(a.result.steps.size(), 6u);
-  for (size_t i = 0; i < 6; ++i) EXPECT_EQ(a.result.steps[i].step, static_cast<int64_t>(i));  // ordinals, not 32
-  EXPECT_EQ(a.findings_of("no_step_marks"), 0u);
+  expect_engine_iterations(a, "execute_context_0(0)_generation_32(32)");
   const auto found = a.findings("launch_bound");
   ASSERT_GE(found.size(), 5u) << describe_findings(a.result);
   for (const Finding& f : found) {
